@@ -1,0 +1,2 @@
+"""agentd: an editor-integrated coding-agent daemon."""
+__version__ = "0.1.0"

@@ -1,0 +1,265 @@
+"""Layered configuration (PROTOCOL.md §4.3): one pydantic model validates every source.
+
+Layers, lowest first: defaults < user `config.toml` (platformdirs user config dir, or `AGENTD_CONFIG_DIR`)
+< workspace `.agentd/config.toml` (restricted) < editor `initializationOptions` (camelCase) < CLI flags.
+A workspace file comes with the code it sits in, so it may not set `provider`, `base_url`, `api_key_env`,
+`allow` rules or `permissions.default_mode = "acceptEdits"`; those are dropped with a warning.
+Invalid values in editor options fall back to their default with a warning (never a crash); invalid values
+in a config file are a `ConfigError` naming the file and key. API keys are never configuration: only the
+*name* of the environment variable (`api_key_env`) is.
+Imports nothing from agentd but `errors`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentd.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Retries(_Section):
+    max_total_s: float = Field(60.0, gt=0, alias="maxTotalS")
+
+
+class ContextSettings(_Section):
+    window_tokens: int | None = Field(None, gt=0, alias="windowTokens")
+    compress_threshold_tokens: int | None = Field(None, gt=0, alias="compressThresholdTokens")
+    keep_recent_messages: int = Field(8, ge=2, alias="keepRecentMessages")
+    summary_max_tokens: int = Field(512, gt=0, alias="summaryMaxTokens")
+
+
+class TodoSettings(_Section):
+    max_items: int = Field(50, gt=0, alias="maxItems")
+    stale_rounds: int = Field(3, ge=0, alias="staleRounds")
+
+
+class ToolSettings(_Section):
+    read_max_bytes: int = Field(262144, gt=0, alias="readMaxBytes")
+    run_timeout_s: float = Field(120.0, gt=0, alias="runTimeoutS")
+    output_max_bytes: int = Field(32768, gt=0, alias="outputMaxBytes")
+    terse_descriptions: bool = Field(False, alias="terseDescriptions")
+
+
+class StoreSettings(_Section):
+    blob_min_bytes: int = Field(262144, gt=0, alias="blobMinBytes")
+
+
+class RuleSetting(_Section):
+    tool: str
+    action: Literal["allow", "ask", "deny"]
+
+
+class PermissionSettings(_Section):
+    rules: list[RuleSetting] = Field(default_factory=list)
+    default_mode: Literal["default", "acceptEdits", "readOnly"] = Field("default", alias="defaultMode")
+    approval_timeout_s: int = Field(120, gt=0, alias="approvalTimeoutS")
+
+
+class OpenAISettings(_Section):
+    temperature: float | None = None
+    seed: int | None = None
+
+
+class Settings(_Section):
+    """Every setting of PROTOCOL.md §4.3. Field names are the `config.toml` keys; aliases the camelCase
+    `initializationOptions` keys. `model=None` means the provider's default model."""
+
+    provider: Literal["anthropic", "openai", "scripted"] = "anthropic"
+    model: str | None = None
+    base_url: str | None = Field(None, alias="baseUrl")
+    api_key_env: str | None = Field(None, alias="apiKeyEnv")
+    scenario: str | None = None
+    max_output_tokens: int = Field(8192, gt=0, alias="maxOutputTokens")
+    max_turn_requests: int = Field(50, gt=0, alias="maxTurnRequests")
+    prompt_caching: bool = Field(True, alias="promptCaching")
+    retries: Retries = Field(default_factory=Retries)  # type: ignore[arg-type]
+    context: ContextSettings = Field(default_factory=ContextSettings)  # type: ignore[arg-type]
+    todos: TodoSettings = Field(default_factory=TodoSettings)  # type: ignore[arg-type]
+    tools: ToolSettings = Field(default_factory=ToolSettings)  # type: ignore[arg-type]
+    store: StoreSettings = Field(default_factory=StoreSettings)  # type: ignore[arg-type]
+    permissions: PermissionSettings = Field(default_factory=PermissionSettings)  # type: ignore[arg-type]
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)  # type: ignore[arg-type]
+    auth_token: str | None = Field(None, alias="authToken")
+
+    def window_tokens(self, model_window: int) -> int:
+        """`context.window_tokens`, else the model table's window (`model_window`, tokens)."""
+        return self.context.window_tokens or model_window
+
+    def compress_threshold(self, model_window: int) -> int:
+        """`context.compress_threshold_tokens`, else 80 % of the window (CONTRACTS.md §7)."""
+        return self.context.compress_threshold_tokens or int(self.window_tokens(model_window) * 0.8)
+
+
+WORKSPACE_FORBIDDEN = ("provider", "base_url", "api_key_env")
+
+
+def user_config_path() -> Path:
+    """The user `config.toml`: `$AGENTD_CONFIG_DIR/config.toml`, else platformdirs' user config dir."""
+    override = os.environ.get("AGENTD_CONFIG_DIR")
+    if override:
+        return Path(override) / "config.toml"
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("agentd")) / "config.toml"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from exc
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in top.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -> dict[str, Any]:
+    data = dict(data)
+    for key in WORKSPACE_FORBIDDEN:
+        if key in data:
+            data.pop(key)
+            warnings.append(f"{path}: '{key}' may only be set in the user config or by the editor; ignored")
+    perms = dict(data.get("permissions") or {})
+    if perms.get("default_mode") == "acceptEdits":
+        perms.pop("default_mode")
+        warnings.append(f"{path}: permissions.default_mode = 'acceptEdits' is not allowed here; ignored")
+    rules = perms.get("rules")
+    if isinstance(rules, list):
+        kept = [r for r in rules if not (isinstance(r, dict) and r.get("action") == "allow")]
+        if len(kept) != len(rules):
+            warnings.append(f"{path}: 'allow' rules are not allowed in a workspace config; ignored")
+        perms["rules"] = kept
+    if perms:
+        data["permissions"] = perms
+    return data
+
+
+def _to_snake(data: dict[str, Any]) -> dict[str, Any]:
+    """Map camelCase editor keys to field names, recursively, using the models' aliases."""
+
+    def conv(model: type[BaseModel], d: dict[str, Any]) -> dict[str, Any]:
+        by_alias = {f.alias or n: n for n, f in model.model_fields.items()}
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            name = by_alias.get(k, k)
+            field = model.model_fields.get(name)
+            ann = field.annotation if field else None
+            if isinstance(v, dict) and isinstance(ann, type) and issubclass(ann, BaseModel):
+                out[name] = conv(ann, v)
+            else:
+                out[name] = v
+        return out
+
+    return conv(Settings, data)
+
+
+def _validate_file(data: dict[str, Any], path: Path) -> None:
+    try:
+        Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{path}: {loc}: {first['msg']}; fix that key or remove it") from exc
+
+
+def lenient_options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Editor `initializationOptions`: drop each invalid or unknown field with a warning (never raise).
+
+    Returns `(valid snake_case overrides, warnings)`; warnings name the key, the value and the fallback.
+    """
+    warnings: list[str] = []
+    data = _to_snake(options)
+    data.pop("auth_token", None)
+    for _ in range(64):
+        try:
+            Settings.model_validate(data)
+            return data, warnings
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            loc = [str(p) for p in err["loc"]]
+            key = ".".join(loc)
+            if err["type"] == "extra_forbidden":
+                known = list(Settings.model_fields)
+                hint = difflib.get_close_matches(loc[-1], known, n=1)
+                warnings.append(
+                    f"Unknown option '{key}' ignored" + (f" (did you mean '{hint[0]}'?)" if hint else "") + "."
+                )
+            else:
+                warnings.append(f"initializationOptions.{key}: {err['msg']} (got {err.get('input')!r}); using the default.")
+            _drop(data, loc)
+    return {}, [*warnings, "initializationOptions could not be used; using defaults."]
+
+
+def _drop(data: dict[str, Any], loc: list[str]) -> None:
+    node: Any = data
+    for part in loc[:-1]:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return
+    last = loc[-1]
+    if isinstance(node, dict):
+        node.pop(last, None)
+    elif isinstance(node, list) and last.isdigit() and int(last) < len(node):
+        node.pop(int(last))
+    if len(loc) > 1 and isinstance(node, dict) and not node:
+        _drop(data, loc[:-1])
+
+
+def load_settings(
+    workspace: Path | None,
+    *,
+    editor_options: dict[str, Any] | None = None,
+    cli: dict[str, Any] | None = None,
+    warnings: list[str] | None = None,
+) -> Settings:
+    """Build the effective `Settings` for a workspace from every layer (PROTOCOL.md §4.3).
+
+    `cli`: snake_case overrides from flags (None values are ignored). Raises `ConfigError` for a bad
+    config file; editor options never raise (see `lenient_options`). Collected warnings are appended to
+    `warnings` when given.
+    """
+    warns: list[str] = [] if warnings is None else warnings
+    user_path = user_config_path()
+    user = _read_toml(user_path)
+    _validate_file(user, user_path)
+    merged = dict(user)
+    if workspace is not None:
+        ws_path = workspace / ".agentd" / "config.toml"
+        ws = _restrict_workspace(_read_toml(ws_path), warns, ws_path)
+        _validate_file(ws, ws_path)
+        merged = _merge(merged, ws)
+    if editor_options:
+        opts, opt_warnings = lenient_options(editor_options)
+        warns.extend(opt_warnings)
+        merged = _merge(merged, opts)
+    if cli:
+        merged = _merge(merged, {k: v for k, v in cli.items() if v is not None})
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"configuration: {loc}: {first['msg']}") from exc

@@ -1,0 +1,223 @@
+"""The Context: the conversation as state (seed 004; CONTRACTS.md §6, §7).
+
+Owns: the active message list (append-only API), token accounting for it, the compression state, and
+`to_request()` with the cache breakpoint planner. Must not import pygls, lsprotocol, acp or adapters.
+
+Messages are Messages-API dicts with block-list content. Appending a user message right after another
+user message merges them (tool_results first), so the history always alternates. Appended messages are
+deep-copied and never mutated afterwards, so serialising the same history always yields the same bytes.
+
+Breakpoint planner (at most 4, CONTRACTS.md §6). Order on the wire is tools -> system -> messages:
+  1. the last system block: `1h`. It covers the tools too; they never change within a session.
+  2. the end of the previous request's history (where the previous moving breakpoint was), if that block
+     is still in the history and differs from the moving one: usually a cache read, and a second anchor
+     for the 20-block lookback.
+  3. an intermediate breakpoint when more than 18 blocks were added since the previous moving breakpoint,
+     18 blocks after it, so the next lookback (20 blocks) still finds a written entry.
+  4. the moving breakpoint on the last non-empty block of the stored history (never on a request-only
+     block such as the stale-plan reminder, which hooks append after planning).
+TTLs: the message breakpoints use `moving_ttl` ("1h" by default). Inside a tool loop requests come
+seconds apart, but the last request of a turn is only known afterwards, and what it writes is read after
+the user's think time, often longer than 5 minutes; a 1h write costs 2x instead of 1.25x on the new tail
+only, while losing the prefix costs a full rewrite. The benchmark `tests.benchmarks.cost` compares both.
+TTLs never increase along tools -> system -> messages, so a 5m moving policy keeps system at 1h first.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentd.core.tokens import Estimator, estimate_request
+from agentd.providers.base import ModelRequest, Usage
+
+Message = dict[str, Any]
+Block = dict[str, Any]
+TTL = Literal["5m", "1h"]
+LOOKBACK_BLOCKS = 20
+INTERMEDIATE_AFTER = 18
+
+
+def _cache_control(ttl: TTL) -> dict[str, str]:
+    return {"type": "ephemeral", "ttl": ttl}
+
+
+def _eligible(block: Block) -> bool:
+    if block.get("type") == "text":
+        return bool(block.get("text"))
+    return block.get("type") in ("tool_use", "tool_result", "image", "document")
+
+
+@dataclass
+class CompactionState:
+    """How the active history relates to the log: `replaced` messages were replaced by the summary."""
+
+    compactions: int = 0
+    replaced_total: int = 0
+
+
+class Context:
+    """One session's conversation. See the module docstring for the invariants.
+
+    `prompt_caching`: place breakpoints at all; `moving_ttl`: TTL of message breakpoints.
+    """
+
+    def __init__(self, *, prompt_caching: bool = True, moving_ttl: TTL = "1h") -> None:
+        self._messages: list[Message] = []
+        self.prompt_caching = prompt_caching
+        self.moving_ttl: TTL = moving_ttl
+        self.estimator = Estimator()
+        self.compaction = CompactionState()
+        self._known_tokens: int | None = None  # exact size after the last response
+        self._known_upto = 0  # messages covered by _known_tokens
+        self._static_tokens = 0  # estimated tools + system
+        self._prev_end: int | None = None  # flat block index of the previous moving breakpoint
+        self._last_estimate = 0
+
+    # ---- history ---------------------------------------------------------------------------------
+    @property
+    def messages(self) -> list[Message]:
+        """A deep copy of the active history (callers can never mutate the Context through it)."""
+        return copy.deepcopy(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def last(self) -> Message | None:
+        return copy.deepcopy(self._messages[-1]) if self._messages else None
+
+    def add_user(self, blocks: list[Block]) -> None:
+        """Append user content; merged into the previous message when that is a user message too
+        (tool_result blocks first). Empty text blocks are dropped; nothing empty is ever stored."""
+        blocks = [copy.deepcopy(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
+        if not blocks:
+            return
+        if self._messages and self._messages[-1]["role"] == "user":
+            merged = self._messages[-1]["content"] + blocks
+            results = [b for b in merged if b.get("type") == "tool_result"]
+            others = [b for b in merged if b.get("type") != "tool_result"]
+            self._messages[-1] = {"role": "user", "content": results + others}
+            return
+        self._messages.append({"role": "user", "content": blocks})
+
+    def add_assistant(self, blocks: list[Block], extra: dict[str, Any] | None = None) -> bool:
+        """Append an assistant message. Returns False (and stores nothing) when it would be empty:
+        an empty assistant message in the middle of a history is a 400 (case C13).
+        `extra`: provider fields kept on the message (e.g. `reasoning_content`)."""
+        blocks = [copy.deepcopy(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
+        if not blocks:
+            return False
+        msg: Message = {"role": "assistant", "content": blocks}
+        if extra:
+            msg.update(copy.deepcopy(extra))
+        self._messages.append(msg)
+        return True
+
+    def open_tool_use_ids(self) -> list[str]:
+        """Ids of tool_use blocks in the last assistant message that have no tool_result after them."""
+        if not self._messages:
+            return []
+        idx = len(self._messages) - 1
+        if self._messages[idx]["role"] == "user":
+            answered = {b.get("tool_use_id") for b in self._messages[idx]["content"] if b.get("type") == "tool_result"}
+            idx -= 1
+        else:
+            answered = set()
+        if idx < 0 or self._messages[idx]["role"] != "assistant":
+            return []
+        ids = [b["id"] for b in self._messages[idx]["content"] if b.get("type") == "tool_use"]
+        return [i for i in ids if i not in answered]
+
+    # ---- token accounting ------------------------------------------------------------------------
+    def record_usage(self, usage: Usage, estimated_prompt: int) -> None:
+        """After a response (whose assistant message is already appended or was empty): the context size
+        is now known exactly = prompt size + output tokens. Recalibrates the estimator."""
+        self.estimator.calibrate(estimated_prompt, usage.prompt_tokens)
+        self._known_tokens = usage.context_tokens
+        self._known_upto = len(self._messages)
+
+    def estimated_tokens(self) -> int:
+        """Context size in tokens: the exact size after the last response plus an estimate of the
+        messages added since; before any response, an estimate of tools + system + messages."""
+        if self._known_tokens is not None and self._known_upto <= len(self._messages):
+            return self._known_tokens + self.estimator.messages(self._messages[self._known_upto :])
+        return self._static_tokens + self.estimator.messages(self._messages)
+
+    # ---- compression state -----------------------------------------------------------------------
+    def replace_prefix(self, cut: int, summary_message: Message, ack: Message | None) -> None:
+        """Replace the first `cut` active messages by the summary (and the ack). Used by compaction and
+        by replay of a `compaction` record, so both rebuild the same bytes."""
+        kept = self._messages[cut:]
+        head = [copy.deepcopy(summary_message)] + ([copy.deepcopy(ack)] if ack else [])
+        self._messages = head + kept
+        self.compaction.compactions += 1
+        self.compaction.replaced_total += cut
+        self._known_tokens = None
+        self._known_upto = 0
+        self._prev_end = None
+
+    # ---- requests --------------------------------------------------------------------------------
+    def _flat(self) -> list[tuple[int, int]]:
+        return [(i, j) for i, m in enumerate(self._messages) for j in range(len(m["content"]))]
+
+    def _last_eligible(self, flat: list[tuple[int, int]], upto: int) -> int | None:
+        for k in range(min(upto, len(flat) - 1), -1, -1):
+            i, j = flat[k]
+            if _eligible(self._messages[i]["content"][j]):
+                return k
+        return None
+
+    def plan_breakpoints(self) -> list[int]:
+        """Flat block indexes of the message breakpoints, ascending (at most 3; system takes the 4th)."""
+        flat = self._flat()
+        if not flat:
+            return []
+        moving = self._last_eligible(flat, len(flat) - 1)
+        if moving is None:
+            return []
+        points = {moving}
+        prev = self._prev_end
+        if prev is not None and prev < moving:
+            anchor = self._last_eligible(flat, prev)
+            if anchor is not None:
+                points.add(anchor)
+            if moving - prev > INTERMEDIATE_AFTER:
+                mid = self._last_eligible(flat, prev + INTERMEDIATE_AFTER)
+                if mid is not None and mid > prev:
+                    points.add(mid)
+        return sorted(points)
+
+    def to_request(
+        self, *, model: str, system: list[Block], tools: list[dict[str, Any]], max_tokens: int
+    ) -> ModelRequest:
+        """Build the next request: tools + system + the history with breakpoints (module docstring).
+        The Context is not changed except for the planner's memory of the moving breakpoint."""
+        sys_blocks = copy.deepcopy(system)
+        tool_defs = copy.deepcopy(tools)
+        messages = copy.deepcopy(self._messages)
+        for m in messages:  # provider-only keys (e.g. reasoning_content) stay; providers translate
+            m["content"] = list(m["content"])
+        if self.prompt_caching:
+            if sys_blocks:
+                sys_blocks[-1]["cache_control"] = _cache_control("1h")
+            elif tool_defs:
+                tool_defs[-1]["cache_control"] = _cache_control("1h")
+            flat = self._flat()
+            points = self.plan_breakpoints()
+            for k in points:
+                i, j = flat[k]
+                messages[i]["content"][j]["cache_control"] = _cache_control(self.moving_ttl)
+            if points:
+                self._prev_end = points[-1]
+        request = ModelRequest(
+            model=model, system=sys_blocks, tools=tool_defs, messages=messages, max_tokens=max_tokens
+        )
+        self._static_tokens = estimate_request({"tools": tools, "system": system})
+        self._last_estimate = estimate_request(request.body())
+        return request
+
+    @property
+    def last_request_estimate(self) -> int:
+        """Uncalibrated estimated prompt tokens of the last request built (calibrated against its usage)."""
+        return self._last_estimate

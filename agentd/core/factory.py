@@ -1,0 +1,114 @@
+"""The composition root: builds a Session and everything it owns (CONTRACTS.md §1).
+
+Owns: `create_session()` and `open_session()`. Every per-session object (Context, TodoTracker, Hooks,
+Gate, grants, AuditLog, SessionStore, ToolContext) is created here, per session, and injected; nothing
+is a module-level singleton, so session A's stale rounds can never remind session B.
+Must not import pygls, lsprotocol, acp or adapters.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from agentd.audit import AuditLog
+from agentd.config import Settings
+from agentd.core.clock import Clock, SystemClock
+from agentd.core.context import Context
+from agentd.core.hooks import Hooks
+from agentd.core.prompts import system_blocks
+from agentd.core.session import EventSink, Session, SessionParts
+from agentd.core.todos import TodoTracker
+from agentd.log import LineWriter, stderr_line
+from agentd.permissions.approver import Approver
+from agentd.permissions.gate import Gate, Grants
+from agentd.permissions.rules import Rule
+from agentd.persistence.paths import DataDir, new_session_id
+from agentd.persistence.store import SessionStore
+from agentd.providers.base import Provider
+from agentd.providers.models import context_window
+from agentd.tools.base import ToolContext
+from agentd.tools.registry import ToolRegistry, default_tools
+from agentd.tools.todo import TodoWrite
+
+SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
+
+
+def child_env(settings: Settings) -> dict[str, str]:
+    """The environment for `run_command`: ours minus provider keys and the configured key variable."""
+    drop = set(SECRET_ENV)
+    if settings.api_key_env:
+        drop.add(settings.api_key_env)
+    return {k: v for k, v in os.environ.items() if k not in drop}
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """Secret values to redact from the audit log (the API keys in the environment)."""
+    names = set(SECRET_ENV) | ({settings.api_key_env} if settings.api_key_env else set())
+    return [v for n in names if (v := os.environ.get(n)) and len(v) >= 8]
+
+
+def _parts(
+    session_id: str, cwd: Path, settings: Settings, provider: Provider, store: SessionStore, data_dir: DataDir,
+    approver: Approver, clock: Clock, lines: LineWriter,
+) -> SessionParts:
+    todos = TodoTracker(max_items=settings.todos.max_items, stale_rounds=settings.todos.stale_rounds)
+    hooks = Hooks(line_writer=lines)
+    hooks.add_before_model("todo_reminder", todos.before_model)
+    registry = ToolRegistry([TodoWrite(), *default_tools()])
+    rules = [Rule(tool=r.tool, action=r.action) for r in settings.permissions.rules]
+    gate = Gate(
+        rules=rules, grants=Grants(), mode=settings.permissions.default_mode, hooks=hooks, approver=approver,
+        approval_timeout_s=settings.permissions.approval_timeout_s, clock=clock, session_id=session_id,
+        line_writer=lines, on_grant=lambda tool, kind: store.append("grant", {"tool": tool, "grant": kind}),
+    )
+    secrets = secrets_of(settings)
+    audit = AuditLog(data_dir.audit_path(session_id), secrets=secrets)
+    root = Path(os.path.realpath(cwd))
+    tool_ctx = ToolContext(
+        root=root, read_max_bytes=settings.tools.read_max_bytes, output_max_bytes=settings.tools.output_max_bytes,
+        run_timeout_s=settings.tools.run_timeout_s, env=child_env(settings),
+        state={"todos": todos, "api_key_env": settings.api_key_env},
+    )
+    return SessionParts(
+        session_id=session_id, cwd=root, settings=settings, provider=provider, registry=registry,
+        context=Context(prompt_caching=settings.prompt_caching), todos=todos, hooks=hooks, gate=gate, audit=audit,
+        store=store, tool_ctx=tool_ctx, system=system_blocks(root),
+        tool_defs=registry.definitions(settings.tools.terse_descriptions), clock=clock,
+        model_window=settings.window_tokens(context_window(provider.model)), lines=lines, secrets=secrets,
+    )
+
+
+def create_session(
+    *, cwd: Path, settings: Settings, provider: Provider, data_dir: DataDir, approver: Approver,
+    sink: EventSink | None = None, clock: Clock | None = None, lines: LineWriter = stderr_line,
+) -> Session:
+    """A new session for workspace `cwd`: store created and locked, `meta` record written."""
+    session_id = new_session_id()
+    meta: dict[str, Any] = {
+        "cwd": os.path.realpath(cwd), "provider": provider.name, "model": provider.model, "directories": [],
+    }
+    store = SessionStore.create(data_dir, session_id, meta)
+    parts = _parts(session_id, cwd, settings, provider, store, data_dir, approver, clock or SystemClock(), lines)
+    return Session(parts, sink)
+
+
+def open_session(
+    *, session_id: str, settings: Settings, provider: Provider, data_dir: DataDir, approver: Approver,
+    sink: EventSink | None = None, clock: Clock | None = None, lines: LineWriter = stderr_line,
+) -> Session:
+    """Open an existing session: lock it, replay its log into fresh per-session objects, check and repair
+    it, and run the validator (CONTRACTS.md §9). Raises SessionNotFound, SessionLocked, StorageError."""
+    from agentd.persistence.replay import replay_into
+
+    store = SessionStore.open(data_dir, session_id)
+    try:
+        cwd = Path(store.meta.get("cwd") or os.getcwd())
+        parts = _parts(session_id, cwd, settings, provider, store, data_dir, approver, clock or SystemClock(), lines)
+        session = Session(parts, sink)
+        replay_into(session, store.records())
+    except BaseException:
+        store.close()
+        raise
+    return session

@@ -1,0 +1,306 @@
+"""The agent loop: one turn, as data (ARCHITECTURE.md "One turn"; CONTRACTS.md §2-§9).
+
+Owns: `run_turn(session, prompt_blocks) -> stop_reason`. Per request: hooks `before_model` (the stale-plan
+reminder, request-only), compaction check, `Context.to_request()`, the validator, the provider stream with
+agentd's retries, the stored assistant message; per tool_use: validate -> gate -> audit (fsynced) ->
+`tool_started` (fsynced) -> run -> tool_result (fsynced) -> update. Persist before notify.
+Must not import pygls, lsprotocol, acp or adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from agentd import failpoints
+from agentd.core import compaction
+from agentd.core.session import Session, new_message_id
+from agentd.core.validate import validate_request
+from agentd.errors import AgentdError, ProviderError
+from agentd.permissions.gate import Decision, denial_text
+from agentd.protocol import updates
+from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, run_with_retries
+from agentd.tools.base import PathRefused, ToolOutput
+
+log = logging.getLogger("agentd.loop")
+
+STOP_REASONS = {"end_turn": "end_turn", "stop_sequence": "end_turn", "max_tokens": "max_tokens", "refusal": "refusal"}
+
+
+class InvalidHistory(AgentdError):
+    """agentd built a request its own validator rejects: a bug; nothing is sent (CONTRACTS.md §8)."""
+
+    rpc_code = -32603
+
+
+async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
+    """Run one turn to its stop reason (see Session.prompt). Cancellation returns `cancelled` with the
+    history valid and persisted (PROTOCOL.md §12.2)."""
+    s.state = "running"
+    synthetic = s.synthetic_results()
+    prompt_id = new_message_id()
+    s.persist_prompt(prompt_blocks, prompt_id, synthetic)
+    for block in synthetic:
+        s.p.context.add_user([block])
+    s.p.context.add_user(prompt_blocks)
+    s.turns += 1
+    if s.title is None:
+        s.title = _title_of(prompt_blocks)
+        s.p.store.append("title", {"title": s.title})
+    stop = "max_turn_requests"
+    try:
+        for _ in range(s.p.settings.max_turn_requests):
+            await _maybe_compress(s)
+            response, message_id = await _request(s)
+            stored = _store_reply(s, response, message_id)
+            tool_uses = [b for b in stored if b.get("type") == "tool_use"]
+            if tool_uses:
+                await _run_tools(s, tool_uses)
+                continue
+            stop = STOP_REASONS.get(response.stop_reason, "end_turn")
+            break
+    except asyncio.CancelledError:
+        _cancelled(s)
+        stop = "cancelled"
+    finally:
+        s.state = "idle"
+        s.update_meta()
+    s.p.hooks.on_turn_end(stop)
+    return stop
+
+
+def _title_of(blocks: list[dict[str, Any]]) -> str:
+    text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text").strip()
+    return (text[:77] + "...") if len(text) > 80 else text
+
+
+# ---- one request ---------------------------------------------------------------------------------
+def _build(s: Session) -> ModelRequest:
+    ctx = s.p.context
+    request = ctx.to_request(
+        model=s.p.provider.model, system=s.p.system, tools=s.p.tool_defs, max_tokens=s.p.settings.max_output_tokens
+    )
+    request.messages = s.p.hooks.before_model(request.messages)
+    err = validate_request(request.body())
+    if err:
+        raise InvalidHistory(f"agentd refused to send an invalid request ({err}); this is a bug, please report it")
+    return request
+
+
+async def _request(s: Session) -> tuple[ModelResponse, str]:
+    request = _build(s)
+    message_id = new_message_id()
+    finished: list[dict[str, Any]] = []
+    ids = [message_id]
+
+    def on_event(ev: StreamEvent) -> None:
+        if ev.kind == "text_delta" and ev.text:
+            retracts = ids[-2] if len(ids) > 1 and not finished and ev.text else None
+            s.emit(updates.agent_message_chunk(ids[-1], ev.text, retracts=retracts))
+        elif ev.kind == "block_done" and ev.block is not None:
+            finished.append(ev.block)
+
+    def on_retry(attempt: int, delay: float, err: ProviderError) -> None:
+        finished.clear()
+        ids.append(new_message_id())
+
+    async def attempt(n: int) -> ModelResponse:
+        finished.clear()
+        return await s.p.provider.stream(request, on_event)
+
+    s._inflight = finished  # type: ignore[attr-defined]
+    response = await run_with_retries(
+        attempt, clock=s.p.clock, max_total_s=s.p.settings.retries.max_total_s, on_retry=on_retry
+    )
+    s._inflight = None  # type: ignore[attr-defined]
+    _account(s, response)
+    return response, ids[-1]
+
+
+def _account(s: Session, response: ModelResponse) -> None:
+    usage = response.usage
+    s.totals.add(usage, s.p.provider.model)
+    line = usage.accounting_line()
+    s.p.store.append("usage", {"usage": usage.to_json(), "model": response.model or s.p.provider.model}, fsync=False)
+    s.p.lines(line)
+    s.emit(updates.usage_update(usage.to_json(), s.totals.to_json(), line))
+
+
+def _store_reply(s: Session, response: ModelResponse, message_id: str) -> list[dict[str, Any]]:
+    """Store the assistant message (never empty, never a truncated tool_use); return the stored blocks."""
+    truncated = set(response.truncated_tool_use_ids)
+    blocks = [b for b in response.content if not (b.get("type") == "tool_use" and b.get("id") in truncated)]
+    ctx = s.p.context
+    stored = ctx.add_assistant(blocks, response.extra or None)
+    if stored:
+        s.persist_message(ctx.last() or {}, message_id)
+    else:
+        s.p.store.sync()
+    ctx.record_usage(response.usage, ctx.last_request_estimate)
+    return blocks if stored else []
+
+
+# ---- compaction ----------------------------------------------------------------------------------
+async def _maybe_compress(s: Session) -> None:
+    cfg = s.p.settings.context
+    threshold = s.p.settings.compress_threshold(s.p.model_window)
+    ctx = s.p.context
+    if not compaction.should_compress(ctx, threshold_tokens=threshold, keep_recent=cfg.keep_recent_messages):
+        return
+    history = ctx.messages
+    cut = compaction.find_cut(history, cfg.keep_recent_messages)
+    if cut is None:
+        return
+    request = compaction.summary_request(
+        history[:cut], model=s.p.provider.model, system=s.p.system, tools=s.p.tool_defs,
+        max_tokens=cfg.summary_max_tokens, prompt_caching=s.p.settings.prompt_caching,
+    )
+    err = validate_request(request.body())
+    if err:
+        raise InvalidHistory(f"agentd refused to send an invalid summary request ({err}); please report it")
+    try:
+        response = await run_with_retries(
+            lambda _n: s.p.provider.stream(request, lambda _e: None),
+            clock=s.p.clock, max_total_s=s.p.settings.retries.max_total_s,
+        )
+    except ProviderError as exc:
+        log.warning("compression skipped: the summary request failed: %s", exc.message)
+        return
+    _account(s, response)
+    rebuilt = compaction.rebuild(history, cut, compaction.summary_text_from(response.content), s.p.todos.carry_over_text())
+    ctx.replace_prefix(rebuilt.cut, rebuilt.summary, rebuilt.ack)
+    err = validate_request({"messages": ctx.messages})
+    if err:
+        raise InvalidHistory(f"compaction produced an invalid history ({err}); please report it")
+    s.p.store.append("compaction", {"replaced": rebuilt.cut, "summary": rebuilt.summary, "ack": rebuilt.ack})
+    s.p.lines(f"[compressed history · {len(ctx)} messages left]")
+
+
+# ---- tools ---------------------------------------------------------------------------------------
+async def _run_tools(s: Session, tool_uses: list[dict[str, Any]]) -> None:
+    failpoints.hit("loop.after_tool_use_persisted")
+    todo_ok = False
+    for tu in tool_uses:
+        ok = await _run_one(s, tu)
+        todo_ok = todo_ok or (ok and tu.get("name") == "todo_write")
+    s.p.todos.end_round(todo_ok)
+
+
+def _result(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def _finish(s: Session, tu: dict[str, Any], out: ToolOutput, decided_by: str | None, title: str, kind: str) -> None:
+    """Persist the tool_result (fsynced) and the tool_call record, then notify."""
+    tid = tu["id"]
+    block = _result(tid, out.content, out.is_error)
+    s.p.context.add_user([block])
+    s.persist_message({"role": "user", "content": [block]}, new_message_id())
+    status = "failed" if out.is_error else "completed"
+    s.p.store.append(
+        "tool_call",
+        {"toolCallId": tid, "status": status, "title": title, "toolKind": kind, "rawInput": tu.get("input"),
+         "rawOutput": out.raw_output, "diff": out.diff, "locations": out.locations, "decidedBy": decided_by},
+    )
+    content = [{"type": "content", "content": {"type": "text", "text": out.content}}]
+    if out.diff:
+        content.insert(0, {"type": "diff", **out.diff})
+    s.emit(updates.tool_call_update(tid, status, content=content, rawOutput=out.raw_output,
+                                    locations=out.locations or None, meta={"decidedBy": decided_by} if decided_by else None))
+    line = f"[Tool] {title} -> {status}"
+    if tu.get("name") == "todo_write" and not out.is_error:
+        line += " " + out.content
+    s.p.lines(line)
+
+
+async def _run_one(s: Session, tu: dict[str, Any]) -> bool:
+    """Run one tool_use through validation, the gate and the audit log. Returns True when it succeeded."""
+    name, raw, tid = tu.get("name", ""), tu.get("input"), tu["id"]
+    tool = s.p.registry.get(name)
+    ctx = s.p.tool_ctx
+    if tool is None:
+        s.emit(updates.tool_call(tid, name, "other", raw))
+        text = f'unknown tool "{name}"; available tools: {", ".join(s.p.registry.names())}'
+        d = Decision.unknown_tool(text)
+        s.p.gate.log(name, d)
+        s.p.audit.record(s.id, tid, name, raw, d)
+        s.audited_ids.add(tid)
+        _finish(s, tu, ToolOutput(content=text, is_error=True), d.decided_by, name, "other")
+        return False
+    args, err = tool.validate(raw, ctx)
+    title = tool.title(args) if args is not None else name
+    s.emit(updates.tool_call(tid, title, tool.kind, raw))
+    outcome = None
+    if args is not None:
+        try:
+            tool.check(args, ctx)
+        except PathRefused as refused:
+            err, outcome = refused.text(), "refused_outside_workspace"
+    if args is None or err is not None:
+        d = Decision.invalid_input(err or "invalid_arguments")
+        s.p.gate.log(name, d)
+        s.p.audit.record(s.id, tid, name, raw, d, outcome=outcome)
+        s.audited_ids.add(tid)
+        _finish(s, tu, ToolOutput(content=err or "invalid_arguments", is_error=True), d.decided_by, title, tool.kind)
+        return False
+    preview = await tool.preview(args, ctx)
+    s.state = "awaiting_permission"
+    try:
+        decision = await s.p.gate.decide(name, args, preview, tid, title=title)
+    except asyncio.CancelledError:
+        s.p.gate.log(name, Decision.cancelled())
+        s.p.audit.record(s.id, tid, name, raw, Decision.cancelled())
+        s.audited_ids.add(tid)
+        raise
+    finally:
+        s.state = "running"
+    s.p.audit.record(s.id, tid, name, raw, decision)
+    s.audited_ids.add(tid)
+    if decision.decision != "allow":
+        _finish(s, tu, ToolOutput(content=denial_text(name, decision), is_error=True), decision.decided_by, title, tool.kind)
+        return False
+    s.p.store.append("tool_started", {"toolCallId": tid}, fsync=True)
+    s.started_tool_ids.add(tid)
+    failpoints.hit("loop.after_tool_started")
+    s.emit(updates.tool_call_update(tid, "in_progress"))
+    try:
+        out = await tool.run(args, ctx)
+    except PathRefused as refused:
+        out = ToolOutput(content=refused.text(), is_error=True)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a tool bug becomes the model's error, with the details in the log
+        log.exception("tool %s failed", name)
+        out = ToolOutput(content=f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+    failpoints.hit("loop.after_tool_exec")
+    s.p.hooks.after_tool(name, out)
+    _finish(s, tu, out, decision.decided_by, title, tool.kind)
+    if name == "todo_write" and not out.is_error:
+        s.p.store.append("todos", {"todos": s.p.todos.as_dicts()})
+        s.emit(updates.plan(s.p.todos.plan_entries(), s.p.todos.snapshot_json()))
+    return not out.is_error
+
+
+def _cancelled(s: Session) -> None:
+    """After a cancel: keep the finished blocks of the reply in flight; mark unfinished tool calls failed.
+    Open tool_uses get their synthetic results with the next prompt (CONTRACTS.md §9)."""
+    inflight = getattr(s, "_inflight", None)
+    if inflight:
+        blocks = [b for b in inflight if b.get("type") in ("text", "tool_use")]
+        if s.p.context.add_assistant(blocks):
+            s.persist_message(s.p.context.last() or {}, new_message_id())
+        s._inflight = None  # type: ignore[attr-defined]
+    last = s.p.context.last() or {}
+    uses = {b["id"]: b for b in last.get("content", []) if b.get("type") == "tool_use"}
+    for tid in s.p.context.open_tool_use_ids():
+        if tid not in s.audited_ids and tid in uses:  # every tool_use gets exactly one audit record
+            s.p.audit.record(s.id, tid, uses[tid].get("name", ""), uses[tid].get("input"), Decision.cancelled())
+            s.audited_ids.add(tid)
+        s.emit(updates.tool_call_update(tid, "failed", meta={"cancelled": True, "decidedBy": "cancel"}))
+    s.p.store.sync()
+    log.info("session %s: turn cancelled; open tool uses: %s", s.id, json.dumps(s.p.context.open_tool_use_ids()))

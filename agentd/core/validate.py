@@ -1,0 +1,159 @@
+"""agentd's request validator: the messages the API rejects are never sent (CONTRACTS.md §8).
+
+Owns: `validate_request(body) -> str | None` and `validate_messages(messages) -> str | None`.
+Runs before every send and after every resume or replay. Implemented independently of the emulator
+(`agentd/testing/emulator`), which is the outside judge; neither imports the other. Imports nothing from agentd.
+
+Rules, checked in this order; the first violation is reported as one line of text:
+1. every `tool_use` in assistant message i is answered by a `tool_result` in message i+1;
+2. no `tool_result` whose id is not a `tool_use` of the previous assistant message;
+3. `tool_result` blocks come first in their message;
+4. no empty content, except a final assistant message;
+5. no empty text block;
+6. at most 4 `cache_control` blocks (tools, system and messages together);
+7. no `cache_control` on an empty text block;
+8. a `ttl: "1h"` breakpoint never follows a `5m` one along tools -> system -> messages;
+9. the first message is `user`;
+10. roles alternate (consecutive same-role messages must be merged before sending).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+MAX_BREAKPOINTS = 4
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _pairing(messages: list[dict[str, Any]]) -> str | None:
+    for i, msg in enumerate(messages):
+        blocks = _blocks(msg.get("content"))
+        if msg.get("role") == "assistant":
+            ids = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+            if not ids:
+                continue
+            nxt = messages[i + 1] if i + 1 < len(messages) else None
+            answered = set()
+            if nxt is not None and nxt.get("role") == "user":
+                answered = {b.get("tool_use_id") for b in _blocks(nxt.get("content")) if b.get("type") == "tool_result"}
+            missing = [t for t in ids if t not in answered]
+            if missing:
+                return (
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                    f"{', '.join(missing)}"
+                )
+        else:
+            prev = messages[i - 1] if i > 0 else None
+            prev_ids = set()
+            if prev is not None and prev.get("role") == "assistant":
+                prev_ids = {b.get("id") for b in _blocks(prev.get("content")) if b.get("type") == "tool_use"}
+            for j, b in enumerate(blocks):
+                if b.get("type") == "tool_result" and b.get("tool_use_id") not in prev_ids:
+                    return (
+                        f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                        f"{b.get('tool_use_id')}"
+                    )
+    return None
+
+
+def _results_first(messages: list[dict[str, Any]]) -> str | None:
+    for i, msg in enumerate(messages):
+        blocks = _blocks(msg.get("content"))
+        n = sum(1 for b in blocks if b.get("type") == "tool_result")
+        if n and any(b.get("type") != "tool_result" for b in blocks[:n]):
+            return f"messages.{i}: Did not find {n} `tool_result` block(s) at the beginning of this message"
+    return None
+
+
+def _empty(messages: list[dict[str, Any]]) -> str | None:
+    last = len(messages) - 1
+    for i, msg in enumerate(messages):
+        content = msg.get("content")
+        empty = (isinstance(content, str) and content == "") or (isinstance(content, list) and not content)
+        if empty and not (i == last and msg.get("role") == "assistant"):
+            return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+    for msg in messages:
+        for b in _blocks(msg.get("content")):
+            if b.get("type") == "text" and b.get("text", "") == "" and "cache_control" not in b:
+                return "messages: text content blocks must be non-empty"
+    return None
+
+
+def _cache_points(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for k, t in enumerate(body.get("tools") or []):
+        yield f"tools.{k}", t
+    system = body.get("system")
+    if isinstance(system, list):
+        for k, b in enumerate(system):
+            yield f"system.{k}", b
+    for i, msg in enumerate(body.get("messages") or []):
+        content = msg.get("content")
+        if isinstance(content, list):
+            for j, b in enumerate(content):
+                if isinstance(b, dict):
+                    yield f"messages.{i}.content.{j}", b
+
+
+def _cache_control(body: dict[str, Any]) -> str | None:
+    points = [(p, b) for p, b in _cache_points(body) if b.get("cache_control")]
+    if len(points) > MAX_BREAKPOINTS:
+        return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(points)}."
+    for path, b in points:
+        if b.get("type") == "text" and b.get("text", "") == "":
+            return f"{path}.text: cache_control cannot be set for empty text blocks"
+    seen_5m = False
+    for path, b in points:
+        ttl = b["cache_control"].get("ttl", "5m")
+        if ttl == "1h" and seen_5m:
+            return (
+                f"{path}.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' "
+                "cache_control block"
+            )
+        seen_5m = seen_5m or ttl != "1h"
+    return None
+
+
+def _roles(messages: list[dict[str, Any]]) -> str | None:
+    if messages and messages[0].get("role") != "user":
+        return 'messages: first message must use the "user" role'
+    for a, b in zip(messages, messages[1:], strict=False):
+        if a.get("role") == b.get("role"):
+            return f'messages: roles must alternate between "user" and "assistant", but found multiple "{a.get("role")}" roles in a row'
+    return None
+
+
+def validate_messages(messages: list[dict[str, Any]]) -> str | None:
+    """Check a history (list of `{"role", "content"}`) against the message rules; None when valid."""
+    if not messages:
+        return "messages: at least one message is required"
+    for check in (_pairing, _results_first, _empty, _roles):
+        err = check(messages)
+        if err:
+            return err
+    return None
+
+
+def validate_request(body: dict[str, Any]) -> str | None:
+    """Check a Messages API request body (`tools`, `system`, `messages`); None when it would be accepted.
+
+    Returns the first violation as text (CONTRACTS.md §8). Never raises on malformed input.
+    """
+    messages = body.get("messages") or []
+    for check in (_pairing, _results_first, _empty):
+        err = check(messages)
+        if err:
+            return err
+    err = _cache_control(body)
+    if err:
+        return err
+    if not messages:
+        return "messages: at least one message is required"
+    return _roles(messages)

@@ -1,0 +1,110 @@
+"""Operator-facing errors and their exit codes (PROTOCOL.md §3.1, §11).
+
+Owns: the exception types that mean "the person running agentd must do something". Mistakes of the model
+(bad tool input, a failing command) are never exceptions: they become `is_error` tool results.
+Imports nothing from agentd.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AgentdError(Exception):
+    """Base of operator-facing errors.
+
+    `message` says what happened and what to do next. `exit_code` is the CLI exit code (PROTOCOL.md §3.1);
+    `rpc_code` / `rpc_name` the JSON-RPC error of PROTOCOL.md §11.
+    """
+
+    exit_code = 2
+    rpc_code = -32603
+    rpc_name = "InternalError"
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class UsageError(AgentdError):
+    """Bad command line (exit 2)."""
+
+    exit_code = 2
+    rpc_code = -32602
+    rpc_name = "InvalidParams"
+
+
+class ConfigError(AgentdError):
+    """Bad configuration, unknown provider, missing workspace or malformed scenario (exit 2)."""
+
+    exit_code = 2
+    rpc_code = -32602
+    rpc_name = "InvalidParams"
+
+
+class SessionNotFound(AgentdError):
+    """No session with this id in the data dir (exit 3, -32010)."""
+
+    exit_code = 3
+    rpc_code = -32010
+    rpc_name = "SessionNotFound"
+
+
+class SessionLocked(AgentdError):
+    """Another live process holds the session lock (exit 4, -32012). `data`: pid, hostname, since."""
+
+    exit_code = 4
+    rpc_code = -32012
+    rpc_name = "SessionLocked"
+
+
+class StorageError(AgentdError):
+    """The session log or lock cannot be written, or the log is damaged beyond a torn last line (exit 5)."""
+
+    exit_code = 5
+    rpc_code = -32016
+    rpc_name = "StorageError"
+
+
+class UnsupportedSessionVersion(StorageError):
+    """The session log was written by a newer agentd (exit 5, -32017)."""
+
+    rpc_code = -32017
+    rpc_name = "UnsupportedSessionVersion"
+
+
+class ProviderError(AgentdError):
+    """The provider failed for good (exit 6, -32015).
+
+    `reason` is one of `missing_credentials`, `authentication`, `bad_request`, `unavailable`.
+    `retryable` tells the retry loop (providers/base.py) whether another attempt may succeed;
+    `retry_after_s` is the server's hint in seconds, if it gave one; `http_status` the HTTP status or None.
+    """
+
+    exit_code = 6
+    rpc_code = -32015
+    rpc_name = "ProviderError"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        reason: str,
+        http_status: int | None = None,
+        retryable: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider, reason=reason, httpStatus=http_status, retryable=retryable)
+        self.provider = provider
+        self.reason = reason
+        self.http_status = http_status
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+class MissingCredentials(ProviderError):
+    """No API key in the environment variable the config names (exit 2 for `agentd run`)."""
+
+    exit_code = 2

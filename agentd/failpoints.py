@@ -1,0 +1,75 @@
+"""Named crash points for tests (TESTING.md §4). A no-op unless `AGENTD_FAILPOINTS` is set.
+
+`AGENTD_FAILPOINTS="name=action[,name=action@N]"`. Actions: `kill` (SIGKILL self), `kill-mid-write`
+(the caller writes half its pending bytes, flushes, fsyncs, then this kills), `raise`
+(raises `FailpointError`). A suffix `@N` fires on the Nth hit only.
+Every point a test may name is in `POINTS`; `hit()` of an unregistered name is a bug (ValueError).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+POINTS = frozenset(
+    {
+        "store.append.before",
+        "store.append.mid",
+        "store.append.after",
+        "loop.after_tool_use_persisted",
+        "loop.after_tool_started",
+        "loop.after_tool_exec",
+        "meta.before_rename",
+        "paths.after_check",
+    }
+)
+
+
+class FailpointError(RuntimeError):
+    """Raised by the `raise` action."""
+
+
+def _parse(spec: str) -> dict[str, tuple[str, int | None]]:
+    out: dict[str, tuple[str, int | None]] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name, _, action = item.partition("=")
+        nth: int | None = None
+        if "@" in action:
+            action, _, n = action.partition("@")
+            nth = int(n)
+        out[name.strip()] = (action.strip(), nth)
+    return out
+
+
+_counts: dict[str, int] = {}
+
+
+def action(name: str) -> str | None:
+    """Count a hit of `name` and return the action to take now (`kill`, `kill-mid-write`, `raise`) or None."""
+    if name not in POINTS:
+        raise ValueError(f"unregistered failpoint {name!r}")
+    spec = os.environ.get("AGENTD_FAILPOINTS")
+    if not spec:
+        return None
+    rule = _parse(spec).get(name)
+    if rule is None:
+        return None
+    _counts[name] = _counts.get(name, 0) + 1
+    act, nth = rule
+    if nth is not None and _counts[name] != nth:
+        return None
+    return act
+
+
+def kill_now() -> None:
+    """SIGKILL this process (used after a deliberate partial write)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def hit(name: str) -> None:
+    """Fire the failpoint `name` if configured: `kill` kills, `raise` raises; other actions are the caller's."""
+    act = action(name)
+    if act == "kill":
+        kill_now()
+    elif act == "raise":
+        raise FailpointError(f"failpoint {name}")

@@ -1,0 +1,1 @@
+"""Permission rules, the decision gate (CONTRACTS.md §5) and approvers."""

@@ -1,0 +1,227 @@
+"""Approvers: who answers an "ask" of the permission gate (CONTRACTS.md §5; PROTOCOL.md §3.1, §6.10).
+
+Owns: `ApprovalRequest`, `ApprovalOutcome`, the `Approver` protocol and three approvers:
+- `PresetApprover`: `agentd run --yes` / `--allow TOOL` answer in advance (decided_by `user`, rule `--yes`
+  or `--allow <tool>`), anything else goes to a fallback approver.
+- `TerminalApprover`: asks on the controlling terminal (`/dev/tty`); no terminal -> deny (`timeout`,
+  "no terminal to ask"). Blocking tty IO runs in a thread and stops at the request's timeout.
+- `QueueApprover`: a test double answering from a queue, or never (until `answer()` is called).
+The editor approver (requestPermission over LSP/ACP) lives in the adapters, which implement `Approver`.
+
+Imports agentd.tools.base (`Preview`) only; never pygls, lsprotocol, acp or agentd.adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from agentd.tools.base import Preview
+
+ApprovalOption = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
+OutcomeBy = Literal["user", "timeout", "cancel"]
+
+NO_TERMINAL = "no terminal to ask"
+DIFF_MAX_LINES = 200
+
+
+def timed_out_text(timeout_s: float) -> str:
+    """`timed out after <N> s` (CONTRACTS.md §11), `N` without a trailing `.0`."""
+    return f"timed out after {timeout_s:g} s"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """One approval question. `timeout_s`: `permissions.approval_timeout_s`, seconds; `raw_input`: the
+    tool_use input as the model gave it (for the editor's `rawInput`)."""
+
+    session_id: str
+    tool_use_id: str
+    tool_name: str
+    title: str
+    preview: Preview
+    timeout_s: float = 120.0
+    raw_input: Any = None
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """An answer. `option`: the ACP option id (or `cancelled`); `reason`: the user's rejection reason;
+    `decided_by`: `user`, or `timeout` / `cancel` when nobody answered; `rule`: the preset flag that
+    answered (`--yes`, `--allow run_command`); `detail`: why there was no answer (`no terminal to ask`)."""
+
+    option: ApprovalOption
+    reason: str | None = None
+    decided_by: OutcomeBy = "user"
+    rule: str | None = None
+    detail: str | None = None
+
+
+class Approver(Protocol):
+    async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        """Ask and wait for the answer. May be cancelled (timeout, cancelled turn)."""
+        ...
+
+
+class PresetApprover:
+    """`--yes` answers every approval with allow; `--allow TOOL` answers approvals for TOOL; the rest go
+    to `fallback` (e.g. the `TerminalApprover`)."""
+
+    def __init__(self, yes: bool, allow: Iterable[str], fallback: Approver) -> None:
+        self.yes = yes
+        self.allow = frozenset(allow)
+        self.fallback = fallback
+
+    async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        if self.yes:
+            return ApprovalOutcome(option="allow_once", rule="--yes")
+        if req.tool_name in self.allow:
+            return ApprovalOutcome(option="allow_once", rule=f"--allow {req.tool_name}")
+        return await self.fallback.request(req)
+
+
+@dataclass
+class QueueApprover:
+    """Test double: answers from `answers` in order (an option id or a whole `ApprovalOutcome`). With the
+    queue empty it waits until `answer()` is called (or forever: a user who never answers).
+    `requests` records every question; `asked` is set at each question."""
+
+    answers: deque[ApprovalOutcome | ApprovalOption] = field(default_factory=deque)
+    requests: list[ApprovalRequest] = field(default_factory=list)
+    asked: asyncio.Event = field(default_factory=asyncio.Event)
+    _waiting: list[asyncio.Future[ApprovalOutcome]] = field(default_factory=list, init=False, repr=False)
+
+    @classmethod
+    def of(cls, *answers: ApprovalOutcome | ApprovalOption) -> QueueApprover:
+        return cls(answers=deque(answers))
+
+    def answer(self, outcome: ApprovalOutcome | ApprovalOption) -> None:
+        """Answer the oldest waiting question (a late answer to a cancelled one is dropped)."""
+        while self._waiting:
+            fut = self._waiting.pop(0)
+            if not fut.done():
+                fut.set_result(_outcome(outcome))
+                return
+
+    async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        self.requests.append(req)
+        self.asked.set()
+        if self.answers:
+            return _outcome(self.answers.popleft())
+        fut: asyncio.Future[ApprovalOutcome] = asyncio.get_running_loop().create_future()
+        self._waiting.append(fut)
+        return await fut
+
+
+def _outcome(value: ApprovalOutcome | ApprovalOption) -> ApprovalOutcome:
+    return value if isinstance(value, ApprovalOutcome) else ApprovalOutcome(option=value)
+
+
+def _open_tty(path: str) -> int:
+    """Open the controlling terminal for reading and writing; raises OSError when there is none."""
+    return os.open(path, os.O_RDWR | os.O_NOCTTY)
+
+
+_ANSWERS: dict[str, ApprovalOption] = {
+    "o": "allow_once",
+    "once": "allow_once",
+    "a": "allow_always",
+    "always": "allow_always",
+    "d": "reject_once",
+    "deny": "reject_once",
+}
+
+
+def render_prompt(req: ApprovalRequest) -> str:
+    """The question shown on the terminal: the title, then the unified diff (first 200 lines) or the
+    command and its cwd, then the choices."""
+    p = req.preview
+    lines = [f"[agentd] {req.title}"]
+    if p.diff:
+        diff_lines = p.diff.splitlines()
+        lines.extend(diff_lines[:DIFF_MAX_LINES])
+        if len(diff_lines) > DIFF_MAX_LINES:
+            lines.append(f"... ({len(diff_lines) - DIFF_MAX_LINES} more diff lines)")
+    elif p.command is not None:
+        lines.append(f"$ {p.command}")
+        lines.append(f"(cwd {p.cwd})" if p.cwd else "")
+    elif p.path:
+        lines.append(p.path)
+    else:
+        lines.append(p.summary)
+    return "\n".join(line for line in lines if line) + "\nAllow? [o]nce / [a]lways / [d]eny: "
+
+
+class TerminalApprover:
+    """Asks on `/dev/tty` (CLI mode). `open_tty(path) -> fd` is injectable; an `OSError` from it means
+    there is no terminal: deny with decided_by `timeout` and detail `no terminal to ask`. The question
+    waits at most `req.timeout_s` seconds (then `timed out after <N> s`); EOF counts as no terminal.
+    `poll_s`: how often the reading thread checks whether the request was cancelled."""
+
+    def __init__(
+        self, tty_path: str = "/dev/tty", open_tty: Callable[[str], int] | None = None, poll_s: float = 0.2
+    ) -> None:
+        self.tty_path = tty_path
+        self._open = open_tty
+        self.poll_s = poll_s
+
+    async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        opener = self._open or _open_tty
+        try:
+            fd = opener(self.tty_path)
+        except OSError:
+            return ApprovalOutcome(option="reject_once", decided_by="timeout", detail=NO_TERMINAL)
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(self._ask, fd, req, stop)
+        finally:
+            stop.set()  # cancelled or done: the thread stops within `poll_s` and closes the tty
+
+    def _ask(self, fd: int, req: ApprovalRequest, stop: threading.Event) -> ApprovalOutcome:
+        try:
+            return self._dialog(fd, req, stop)
+        except OSError:
+            return ApprovalOutcome(option="reject_once", decided_by="timeout", detail=NO_TERMINAL)
+        finally:
+            os.close(fd)
+
+    def _dialog(self, fd: int, req: ApprovalRequest, stop: threading.Event) -> ApprovalOutcome:
+        deadline = time.monotonic() + req.timeout_s
+        _write_all(fd, "\n" + render_prompt(req))
+        buf = b""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                _write_all(fd, "\n[agentd] no answer; denied\n")
+                return ApprovalOutcome(
+                    option="reject_once", decided_by="timeout", detail=timed_out_text(req.timeout_s)
+                )
+            if stop.is_set():
+                return ApprovalOutcome(option="cancelled", decided_by="cancel")
+            ready, _, _ = select.select([fd], [], [], min(self.poll_s, remaining))
+            if not ready:
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return ApprovalOutcome(option="reject_once", decided_by="timeout", detail=NO_TERMINAL)
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                option = _ANSWERS.get(line.decode("utf-8", "replace").strip().lower())
+                if option is not None:
+                    return ApprovalOutcome(option=option)
+                _write_all(fd, "Please answer o, a or d: ")
+
+
+def _write_all(fd: int, text: str) -> None:
+    data = text.encode("utf-8", "replace")
+    while data:
+        written = os.write(fd, data)
+        data = data[written:]

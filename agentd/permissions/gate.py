@@ -1,0 +1,312 @@
+"""The permission gate: the decision order of CONTRACTS.md §5 and the denial texts of §11.
+
+Owns: `Decision` (the one vocabulary: `decision` allow|deny, `decided_by` rule|grant|mode|user|timeout|
+hook|cancel|invalid_input|unknown_tool), `Grants` (this session's "always" answers, by exact tool name),
+`Gate.decide()` and `denial_text()`. One `Gate` per session, built by the composition root; the mode may
+change between decisions (`Gate.mode`). Each decision writes one line
+`[Permission] <tool> -> <decision> (<decided_by>)` through the line writer.
+
+The audit record is written by the caller (agentd.audit) from the returned `Decision`; `unknown_tool` and
+`invalid_input` decisions are made before the gate (`Decision.unknown_tool()`, `Decision.invalid_input()`).
+
+Imports agentd.core.clock, agentd.core.hooks, agentd.tools.base and this package; never pygls, lsprotocol,
+acp or agentd.adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from agentd.core.clock import Clock, SystemClock
+from agentd.core.hooks import Hooks, HookVerdict
+from agentd.permissions.approver import (
+    NO_TERMINAL,
+    ApprovalOutcome,
+    ApprovalRequest,
+    Approver,
+    timed_out_text,
+)
+from agentd.permissions.rules import DEFAULT_RULES, Action, Rule, rule_label, strictest
+from agentd.tools.base import Preview
+
+_log = logging.getLogger("agentd")
+
+DecisionValue = Literal["allow", "deny"]
+DecidedBy = Literal[
+    "rule", "grant", "mode", "user", "timeout", "hook", "cancel", "invalid_input", "unknown_tool"
+]
+Mode = Literal["default", "acceptEdits", "readOnly"]
+GrantKind = Literal["allow_always", "reject_always"]
+
+READ_ONLY_DENIED = frozenset({"write_file", "edit_file", "run_command"})  # step 4
+ACCEPT_EDITS_ALLOWED = frozenset({"write_file", "edit_file"})  # step 6
+
+
+class Decision(BaseModel):
+    """The gate's answer for one tool_use.
+
+    `rule`: what matched (`run_command=deny`, `default:read_file=allow`, `allow_always`, the mode, the hook
+    name, `--yes`, `--allow <tool>`), or None; `detail`: the text shown in a denial (`readOnly`, a hook's
+    reason, `timed out after 120 s`, `no terminal to ask`, the option id the user chose, or the whole
+    model-facing text for `invalid_input` / `unknown_tool`); `option`: the approval option id when the user
+    answered; `reason`: the user's rejection reason, if any.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    decision: DecisionValue
+    decided_by: DecidedBy
+    rule: str | None = None
+    detail: str = ""
+    option: str | None = None
+    reason: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+    @classmethod
+    def invalid_input(cls, text: str) -> Decision:
+        """Denied before the order: the input failed its schema or path containment; `text` is the
+        model-facing error (`invalid_arguments: ...` or the path-refused text)."""
+        return cls(decision="deny", decided_by="invalid_input", detail=text)
+
+    @classmethod
+    def unknown_tool(cls, text: str) -> Decision:
+        """Denied before the order: no registered tool has this name; `text` is the model-facing error."""
+        return cls(decision="deny", decided_by="unknown_tool", detail=text)
+
+    @classmethod
+    def cancelled(cls) -> Decision:
+        """The turn was cancelled while the call waited for its decision."""
+        return cls(decision="deny", decided_by="cancel", detail="cancelled")
+
+
+def denial_text(tool_name: str, decision: Decision, reason: str | None = None) -> str:
+    """The `is_error` tool_result text for a denied call (CONTRACTS.md §11).
+
+    rule/grant/mode/hook/cancel: `<tool> was denied (<decided_by>: <detail>); the call was not run.`;
+    user: `The user rejected this call; it was not run.` (+ ` Reason: <reason>`); timeout:
+    `No approval was given (<detail>); the call was not run.`; invalid_input/unknown_tool: the detail as is.
+    Raises ValueError for an allow decision.
+    """
+    if decision.decision != "deny":
+        raise ValueError("denial_text() needs a deny decision")
+    by = decision.decided_by
+    if by == "user":
+        why = reason if reason is not None else decision.reason
+        text = "The user rejected this call; it was not run."
+        return f"{text} Reason: {why}" if why else text
+    if by == "timeout":
+        return f"No approval was given ({decision.detail}); the call was not run."
+    if by in ("invalid_input", "unknown_tool"):
+        return decision.detail
+    return f"{tool_name} was denied ({by}: {decision.detail}); the call was not run."
+
+
+class Grants:
+    """The session's "always" answers by exact tool name (CONTRACTS.md §5), persisted with the session.
+
+    Adding one kind for a tool removes the other kind for it."""
+
+    def __init__(self, allow_always: Iterable[str] = (), reject_always: Iterable[str] = ()) -> None:
+        self.allow_always: set[str] = set(allow_always)
+        self.reject_always: set[str] = set(reject_always)
+
+    def add(self, tool_name: str, kind: GrantKind) -> bool:
+        """Add a grant; True if it was new."""
+        mine, other = (
+            (self.allow_always, self.reject_always)
+            if kind == "allow_always"
+            else (self.reject_always, self.allow_always)
+        )
+        other.discard(tool_name)
+        if tool_name in mine:
+            return False
+        mine.add(tool_name)
+        return True
+
+    def to_record(self) -> dict[str, list[str]]:
+        """`{"allowAlways": [...], "rejectAlways": [...]}`, sorted (deterministic bytes)."""
+        return {"allowAlways": sorted(self.allow_always), "rejectAlways": sorted(self.reject_always)}
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> Grants:
+        return cls(data.get("allowAlways", ()), data.get("rejectAlways", ()))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Grants):
+            return NotImplemented
+        return self.to_record() == other.to_record()
+
+    def __repr__(self) -> str:
+        return f"Grants({self.to_record()!r})"
+
+
+def _log_line(line: str) -> None:
+    _log.info(line)
+
+
+class Gate:
+    """Decides allow or deny for one tool_use of one session (CONTRACTS.md §5, decision order 1-8).
+
+    `rules`: the configured `permissions.rules` (the defaults apply at step 8 when no configured rule names
+    the tool); `approval_timeout_s`: seconds to wait for an answer, measured on `clock` (tests pass a
+    `ManualClock`, whose sleep returns at once); `on_grant(tool_name, kind)`: called when an answer adds a
+    grant, so the session can persist it; `line_writer`: receives the `[Permission]` lines.
+    """
+
+    def __init__(
+        self,
+        rules: Iterable[Rule] = (),
+        grants: Grants | None = None,
+        mode: Mode = "default",
+        hooks: Hooks | None = None,
+        approver: Approver | None = None,
+        approval_timeout_s: float = 120.0,
+        clock: Clock | None = None,
+        *,
+        session_id: str = "",
+        line_writer: Callable[[str], None] | None = None,
+        on_grant: Callable[[str, GrantKind], None] | None = None,
+    ) -> None:
+        self.rules = tuple(rules)
+        self.grants = grants if grants is not None else Grants()
+        self.mode: Mode = mode
+        self.hooks = hooks
+        self.approver = approver
+        self.approval_timeout_s = approval_timeout_s
+        self.clock: Clock = clock or SystemClock()
+        self.session_id = session_id
+        self._write = line_writer or _log_line
+        self._on_grant = on_grant
+
+    async def decide(
+        self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None = None
+    ) -> Decision:
+        """The decision for a validated call; asks the approver when the order ends in "ask".
+
+        Raises `asyncio.CancelledError` if the turn is cancelled while waiting (see `Decision.cancelled`)."""
+        decision = await self._decide(tool_name, args, preview, tool_use_id, title)
+        self.log(tool_name, decision)
+        return decision
+
+    def log(self, tool_name: str, decision: Decision) -> None:
+        """Write `[Permission] <tool> -> <decision> (<decided_by>)`; also used for decisions made before
+        the gate (unknown_tool, invalid_input)."""
+        self._write(f"[Permission] {tool_name} -> {decision.decision} ({decision.decided_by})")
+
+    async def _decide(
+        self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None
+    ) -> Decision:
+        configured = strictest(self.rules, tool_name)
+        if configured is not None and configured.action == "deny":  # 1
+            deny_label = rule_label(configured)
+            return Decision(decision="deny", decided_by="rule", rule=deny_label, detail=deny_label)
+        if tool_name in self.grants.reject_always:  # 2
+            return Decision(decision="deny", decided_by="grant", rule="reject_always", detail="reject_always")
+        verdict = self.hooks.before_tool(tool_name, args) if self.hooks else HookVerdict()
+        if verdict.block:  # 3
+            return Decision(
+                decision="deny", decided_by="hook", rule=verdict.hook or None, detail=verdict.reason
+            )
+        if self.mode == "readOnly" and tool_name in READ_ONLY_DENIED:  # 4
+            return Decision(decision="deny", decided_by="mode", rule="readOnly", detail="readOnly")
+        if tool_name in self.grants.allow_always:  # 5
+            return Decision(decision="allow", decided_by="grant", rule="allow_always", detail="allow_always")
+        if self.mode == "acceptEdits" and tool_name in ACCEPT_EDITS_ALLOWED:  # 6
+            return Decision(decision="allow", decided_by="mode", rule="acceptEdits", detail="acceptEdits")
+        action, label = self._rule_action(configured, tool_name)  # 7, 8
+        if action == "allow":
+            return Decision(decision="allow", decided_by="rule", rule=label, detail=label or "allow")
+        if action == "deny":  # only reachable through a default rule; none is deny today
+            return Decision(decision="deny", decided_by="rule", rule=label, detail=label or "deny")
+        if verdict.allow:  # a hook's allow waives an ask, nothing more
+            return Decision(
+                decision="allow",
+                decided_by="hook",
+                rule=verdict.hook or None,
+                detail=verdict.reason or "allowed",
+            )
+        return await self._ask(tool_name, args, preview, tool_use_id, title, label)
+
+    def _rule_action(self, configured: Rule | None, tool_name: str) -> tuple[Action, str | None]:
+        if configured is not None:
+            return configured.action, rule_label(configured)
+        default = strictest(DEFAULT_RULES, tool_name)
+        if default is not None:
+            return default.action, rule_label(default, default=True)
+        return "ask", None  # a tool no rule names: ask (safe side)
+
+    async def _ask(
+        self,
+        tool_name: str,
+        args: Any,
+        preview: Preview,
+        tool_use_id: str,
+        title: str | None,
+        label: str | None,
+    ) -> Decision:
+        raw = args.model_dump() if isinstance(args, BaseModel) else args
+        req = ApprovalRequest(
+            session_id=self.session_id,
+            tool_use_id=tool_use_id,
+            tool_name=tool_name,
+            title=title or preview.summary or tool_name,
+            preview=preview,
+            timeout_s=self.approval_timeout_s,
+            raw_input=raw,
+        )
+        outcome = await self._wait_for_answer(req)
+        return self._from_outcome(tool_name, outcome, label)
+
+    async def _wait_for_answer(self, req: ApprovalRequest) -> ApprovalOutcome:
+        if self.approver is None:
+            return ApprovalOutcome(option="reject_once", decided_by="timeout", detail=NO_TERMINAL)
+        answer = asyncio.ensure_future(self.approver.request(req))
+        timer = asyncio.ensure_future(self.clock.sleep(self.approval_timeout_s))
+        try:
+            done, _ = await asyncio.wait({answer, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (answer, timer):
+                if not task.done():
+                    task.cancel()  # a late answer is ignored
+        if answer in done:
+            if answer.cancelled():
+                return ApprovalOutcome(option="cancelled", decided_by="cancel")
+            exc = answer.exception()
+            if exc is None:
+                return answer.result()
+            _log.warning("approval request for %s failed: %r; treated as reject_once", req.tool_name, exc)
+            return ApprovalOutcome(option="reject_once")  # an error response counts as reject_once (§6.10)
+        return ApprovalOutcome(
+            option="reject_once", decided_by="timeout", detail=timed_out_text(self.approval_timeout_s)
+        )
+
+    def _from_outcome(self, tool_name: str, outcome: ApprovalOutcome, label: str | None) -> Decision:
+        rule = outcome.rule or label
+        if outcome.decided_by == "timeout":
+            detail = outcome.detail or timed_out_text(self.approval_timeout_s)
+            return Decision(decision="deny", decided_by="timeout", rule=rule, detail=detail)
+        if outcome.decided_by == "cancel" or outcome.option == "cancelled":
+            return Decision(decision="deny", decided_by="cancel", rule=rule, detail="cancelled")
+        if outcome.option in ("allow_always", "reject_always"):
+            self._add_grant(tool_name, outcome.option)
+        allowed = outcome.option in ("allow_once", "allow_always")
+        return Decision(
+            decision="allow" if allowed else "deny",
+            decided_by="user",
+            rule=rule,
+            detail=outcome.option,
+            option=outcome.option,
+            reason=None if allowed else outcome.reason,
+        )
+
+    def _add_grant(self, tool_name: str, kind: GrantKind) -> None:
+        if self.grants.add(tool_name, kind) and self._on_grant is not None:
+            self._on_grant(tool_name, kind)

@@ -1,0 +1,1 @@
+"""Session persistence: append-only JSONL logs, locks, blobs, replay (CONTRACTS.md §9)."""

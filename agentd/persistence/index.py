@@ -1,0 +1,93 @@
+"""Listing and deleting sessions (CONTRACTS.md §9, PROTOCOL.md §3.1 `sessions list|rm`, §6.3).
+
+Owns: `list_sessions`, `newest_session` (for `agentd run --continue`) and `delete_session`. Listing reads
+only each session's `meta.json` plus its lock record (never a log, never taking a lock); there is no
+shared index file. Must not import pygls, lsprotocol, acp or agentd.adapters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from agentd.persistence.lock import SessionLock, holder
+from agentd.persistence.paths import DataDir, as_data_dir, fsync_dir, is_valid_session_id
+from agentd.persistence.store import session_not_found
+
+log = logging.getLogger(__name__)
+
+
+def read_meta(data_dir: DataDir | str | os.PathLike[str], session_id: str) -> dict[str, Any] | None:
+    """The parsed `meta.json` of a session, or None if it is absent or not a JSON object."""
+    dd = as_data_dir(data_dir)
+    if not is_valid_session_id(session_id):
+        return None
+    try:
+        meta = json.loads(dd.meta_path(session_id).read_bytes())
+    except (OSError, ValueError) as exc:
+        log.debug("session %s: no readable meta.json (%s)", session_id, exc)
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _same_dir(a: object, b: str) -> bool:
+    return isinstance(a, str) and os.path.realpath(a) == b
+
+
+def list_sessions(
+    data_dir: DataDir | str | os.PathLike[str], workspace: Path | str | None = None
+) -> list[dict[str, Any]]:
+    """Every session with a readable meta.json, newest first by `updatedAt` (ties: newest id first).
+
+    Each item is the meta.json object (id, cwd, title, model, provider, createdAt, updatedAt, turns,
+    tokens, logVersion) plus `lockedBy`: `{pid, hostname, since}` of a live holder, else None.
+    With `workspace`, only sessions whose stored `cwd` is the same folder (compared as real paths).
+    Sessions without a readable meta.json are skipped (logged at debug level).
+    """
+    dd = as_data_dir(data_dir)
+    want = os.path.realpath(workspace) if workspace is not None else None
+    try:
+        entries = sorted(os.scandir(dd.sessions_dir), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            continue
+        meta = read_meta(dd, entry.name)
+        if meta is None or (want is not None and not _same_dir(meta.get("cwd"), want)):
+            continue
+        meta["lockedBy"] = holder(dd.lock_path(entry.name))
+        out.append(meta)
+    out.sort(key=lambda m: (str(m.get("updatedAt") or ""), str(m.get("id") or "")), reverse=True)
+    return out
+
+
+def newest_session(data_dir: DataDir | str | os.PathLike[str], workspace: Path | str | None) -> str | None:
+    """The id of the most recently updated session of `workspace` (any workspace if None), or None."""
+    sessions = list_sessions(data_dir, workspace)
+    return str(sessions[0]["id"]) if sessions else None
+
+
+def delete_session(data_dir: DataDir | str | os.PathLike[str], session_id: str) -> None:
+    """Delete `sessions/<id>/` and everything in it (`agentd sessions rm`).
+
+    Takes the session lock first, so a session open anywhere is refused. Raises SessionNotFound,
+    SessionLocked (PROTOCOL.md §11; `sameProcess: true` if this process holds it), OSError.
+    """
+    dd = as_data_dir(data_dir)
+    if not is_valid_session_id(session_id) or not dd.session_dir(session_id).is_dir():
+        raise session_not_found(dd, session_id)
+    try:
+        lock = SessionLock.acquire(dd.lock_path(session_id), session_id=session_id)
+    except FileNotFoundError:
+        raise session_not_found(dd, session_id) from None
+    try:
+        shutil.rmtree(dd.session_dir(session_id))
+        fsync_dir(dd.sessions_dir)
+    finally:
+        lock.release()

@@ -1,0 +1,164 @@
+"""The data-dir layout and private file helpers (CONTRACTS.md §9, TESTING.md §4.7).
+
+Owns: resolving the data dir (`--data-dir`, else `AGENTD_DATA_DIR`, else platformdirs), the path of every
+file in it (`DataDir`), session ids, and the umask-independent helpers that create folders 0700 and files
+0600, fsync a folder and write a file atomically (temp file, fsync, rename, folder fsync).
+Must not import pygls, lsprotocol, acp or agentd.adapters; imports only `agentd.failpoints` from agentd.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import platformdirs
+from ulid import ULID
+
+from agentd import failpoints
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+ENV_DATA_DIR = "AGENTD_DATA_DIR"
+
+_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def resolve_data_dir(cli_data_dir: str | None) -> Path:
+    """The data dir: `--data-dir` if given, else `$AGENTD_DATA_DIR`, else `platformdirs.user_data_dir("agentd")`.
+
+    Returns an absolute path (user `~` expanded); creates nothing (CONTRACTS.md §9, PROTOCOL.md §3.1).
+    """
+    raw = cli_data_dir or os.environ.get(ENV_DATA_DIR) or platformdirs.user_data_dir("agentd")
+    return Path(raw).expanduser().absolute()
+
+
+def new_session_id() -> str:
+    """A new session id: `sess_` + a lowercase ULID (31 URL-safe chars, time-sortable; PROTOCOL.md §2)."""
+    return "sess_" + str(ULID()).lower()
+
+
+def is_valid_session_id(session_id: str) -> bool:
+    """True if `session_id` is 1-64 URL-safe characters (`[A-Za-z0-9_-]`), so it is safe as a folder name."""
+    return isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) is not None
+
+
+class DataDir:
+    """Paths inside one data dir (the layout table of CONTRACTS.md §9). Pure: creates nothing.
+
+    Session-scoped methods raise ValueError for an id that is not 1-64 URL-safe characters, so a client's
+    id can never escape `sessions/`.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"DataDir({str(self.root)!r})"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.root / "sessions"
+
+    def session_dir(self, session_id: str) -> Path:
+        if not is_valid_session_id(session_id):
+            raise ValueError(f"invalid session id {session_id!r}: expected 1-64 characters of [A-Za-z0-9_-]")
+        return self.sessions_dir / session_id
+
+    def log_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "log.jsonl"
+
+    def meta_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "meta.json"
+
+    def lock_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "lock"
+
+    def audit_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "audit.jsonl"
+
+    def blobs_dir(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "blobs"
+
+    def tcp_token_path(self, port: int) -> Path:
+        return self.root / f"tcp-{int(port)}.token"
+
+
+def as_data_dir(data_dir: DataDir | str | os.PathLike[str]) -> DataDir:
+    """Accept a `DataDir` or a path to its root."""
+    return data_dir if isinstance(data_dir, DataDir) else DataDir(data_dir)
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create `path` and any missing parents; every folder created here gets mode 0700 (chmod, umask-proof).
+
+    Folders that already exist keep their mode. Returns `path`. Raises OSError.
+    """
+    missing: list[Path] = []
+    p = Path(path)
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(d, DIR_MODE)
+    return Path(path)
+
+
+def open_private(path: Path, flags: int) -> int:
+    """`os.open(path, flags | O_CLOEXEC, 0o600)`, then fchmod 0600 if the call created the file. Returns the fd."""
+    existed = os.path.exists(path)
+    fd = os.open(path, flags | os.O_CLOEXEC, FILE_MODE)
+    if not existed or flags & os.O_TRUNC:
+        try:
+            os.fchmod(fd, FILE_MODE)
+        except OSError:
+            os.close(fd)
+            raise
+    return fd
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd` (loops over short writes). Raises OSError."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync the folder `path` so a create, rename or unlink in it is durable. Raises OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, before_rename: str | None = None) -> None:
+    """Replace `path` with `data` atomically: `<name>.tmp` in the same folder (0600), fsync, rename, folder fsync.
+
+    `before_rename` names a failpoint (agentd/failpoints.py) hit between the fsync and the rename. The temp
+    file is removed if anything raises, so no `*.tmp` is left behind (a SIGKILL may leave one; the next
+    write replaces it). Raises OSError.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if before_rename is not None:
+            failpoints.hit(before_rename)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)

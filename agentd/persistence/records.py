@@ -1,0 +1,172 @@
+"""Session log records: the line format of `log.jsonl` (CONTRACTS.md §9).
+
+Owns: `LOG_VERSION`, the record kinds, `scan_log` (decoding a whole log, finding a torn tail), and the byte-exact encoding of one record per line:
+`{"v":1,"seq":N,"at":"<RFC 3339 UTC>","kind":K,...payload}` + `\\n`, compact separators, UTF-8 kept as is,
+payload keys in insertion order (so content block lists stay block lists and the same history always
+yields the same bytes, CONTRACTS.md §6). Readers skip kinds they do not know; a newer `v` is refused by the
+store (agentd/persistence/store.py).
+Must not import pygls, lsprotocol, acp or agentd.adapters; imports only `agentd.errors` from agentd.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agentd.errors import StorageError, UnsupportedSessionVersion
+
+LOG_VERSION = 1
+
+KINDS = frozenset(
+    {
+        "meta",  # session id, cwd, directories, provider, model
+        "prompt",  # the prompt's original content blocks and its messageId
+        "message",  # an API message exactly as sent, with its messageId; one record per tool_result
+        "tool_call",  # final state: status, rawInput, rawOutput summary, diff/locations, decided_by
+        "tool_started",  # written and fsynced right before a tool runs
+        "todos",  # each successful todo_write snapshot
+        "grant",  # an "always" permission grant
+        "mode",  # a session mode change
+        "title",  # the session title
+        "usage",  # one per model request
+        "compaction",  # which messages the active context replaces (nothing is deleted)
+    }
+)
+
+ENVELOPE_KEYS = ("v", "seq", "at", "kind")
+
+
+def format_at(when: datetime | None = None) -> str:
+    """An RFC 3339 UTC timestamp with second precision, e.g. `2026-09-01T10:15:30Z` (PROTOCOL.md §2).
+
+    `when` defaults to now; a naive datetime is taken as UTC.
+    """
+    when = datetime.now(UTC) if when is None else when
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_known_kind(kind: object) -> bool:
+    """True if this agentd understands records of `kind`; readers skip the others."""
+    return kind in KINDS
+
+
+def encode_record(seq: int, kind: str, payload: Mapping[str, Any], at: str) -> bytes:
+    """One log line (UTF-8, ending in `\\n`) for record number `seq` (>= 1) of `kind` written at `at`.
+
+    `payload` keys follow the envelope in their insertion order and must not be `v`, `seq`, `at` or `kind`.
+    Deterministic: `json.dumps(..., ensure_ascii=False, separators=(",", ":"))`.
+    Raises ValueError for an unknown kind, a bad seq, an envelope key in the payload, or a value JSON cannot
+    encode (including NaN).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown record kind {kind!r}; known kinds: {', '.join(sorted(KINDS))}")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise ValueError(f"record seq must be an int >= 1, got {seq!r}")
+    clash = [k for k in ENVELOPE_KEYS if k in payload]
+    if clash:
+        raise ValueError(f"payload must not contain envelope keys: {', '.join(clash)}")
+    record: dict[str, Any] = {"v": LOG_VERSION, "seq": seq, "at": at, "kind": kind}
+    record.update(payload)
+    try:
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except TypeError as exc:
+        raise ValueError(f"record of kind {kind!r} is not JSON-serialisable: {exc}") from exc
+    return text.encode("utf-8") + b"\n"
+
+
+def decode_line(line: bytes) -> dict[str, Any]:
+    """Decode one log line (with or without its trailing `\\n`) into the record dict, key order kept.
+
+    Checks the envelope only: an object with int `v` and `seq`, str `at` and `kind`. The kind may be
+    unknown and `v` may be newer than LOG_VERSION; the caller decides (CONTRACTS.md §9).
+    Raises ValueError (json.JSONDecodeError is one) with the reason.
+    """
+    if line.endswith(b"\n"):
+        line = line[:-1]
+    record = json.loads(line)
+    if not isinstance(record, dict):
+        raise ValueError(f"a record must be a JSON object, got {type(record).__name__}")
+    for key, typ in (("v", int), ("seq", int), ("at", str), ("kind", str)):
+        value = record.get(key)
+        if not isinstance(value, typ) or isinstance(value, bool):
+            raise ValueError(f"record field {key!r} must be {typ.__name__}, got {value!r}")
+    return record
+
+
+def payload_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record without its envelope (`v`, `seq`, `at`, `kind`), key order kept."""
+    return {k: v for k, v in record.items() if k not in ENVELOPE_KEYS}
+
+
+@dataclass
+class LogScan:
+    """The result of `scan_log`: the complete records, where they end, and what follows them.
+
+    `good_len` is the byte length of the log up to the end of the last complete record (including a last
+    record that lacks only its `\\n`); `torn` the bytes after it (empty if none); `needs_newline` is True when
+    the last record is complete but unterminated, so the next append must start with `\\n` (TESTING.md §4.2).
+    """
+
+    records: list[dict[str, Any]]
+    good_len: int
+    torn: bytes
+    needs_newline: bool
+
+    @property
+    def last_seq(self) -> int:
+        return self.records[-1]["seq"] if self.records else 0
+
+
+def _version_error(session_id: str, record: dict[str, Any], line: int) -> Exception:
+    version = record.get("agentdVersion")  # only a meta record names its writer
+    writer = f"agentd {version}" if isinstance(version, str) else "a newer agentd"
+    return UnsupportedSessionVersion(
+        f"{session_id} was written by {writer} (log v{record['v']}); upgrade agentd to open it.",
+        sessionId=session_id,
+        logVersion=record["v"],
+        supportedVersion=LOG_VERSION,
+        line=line,
+    )
+
+
+def scan_log(data: bytes, session_id: str, path: str) -> LogScan:
+    """Decode a whole `log.jsonl` (CONTRACTS.md §9).
+
+    Every `\\n`-terminated line must be a record: otherwise StorageError with `data.line` (1-based) naming the
+    first bad line. A record with `v` > LOG_VERSION raises UnsupportedSessionVersion. An unterminated last
+    line that decodes is accepted (`needs_newline`); one that does not is the torn tail (`torn`), which the
+    caller sets aside or skips. Unknown kinds are kept; replay skips them.
+    """
+    records: list[dict[str, Any]] = []
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" when the log ends with "\n"
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = decode_line(line)
+        except ValueError as exc:
+            raise StorageError(
+                f"Session {session_id}: line {number} of {path} is not a valid record ({exc}); the log is "
+                "damaged beyond a torn last line. Move the session folder aside or restore it from a "
+                "backup, then retry; or start a new session.",
+                sessionId=session_id,
+                path=path,
+                line=number,
+            ) from None
+        if record["v"] > LOG_VERSION:
+            raise _version_error(session_id, record, number)
+        records.append(record)
+    if not tail:
+        return LogScan(records, len(data), b"", False)
+    try:
+        record = decode_line(tail)
+    except ValueError:
+        return LogScan(records, len(data) - len(tail), tail, False)
+    if record["v"] > LOG_VERSION:
+        raise _version_error(session_id, record, len(lines) + 1)
+    records.append(record)
+    return LogScan(records, len(data), b"", True)

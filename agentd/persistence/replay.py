@@ -1,0 +1,134 @@
+"""Replay: rebuild a session's state from its log (CONTRACTS.md §3, §9; cases C01, C09, C10).
+
+Owns: `replay_into(session, records)` and `rebuild_history(records, read_blob)`. Rebuilds, in log order,
+the Context (messages exactly as sent, compaction applied), the TodoTracker (last snapshot and the
+recomputed stale-round counter), the "always" grants, the mode, the title, turns and token totals.
+Nothing is written: synthetic results for tool_uses left open are added in memory for the check only and
+persisted with the next prompt, so resuming any number of times leaves the log byte-identical.
+Must not import pygls, lsprotocol, acp or adapters.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from agentd.core.validate import validate_messages
+from agentd.errors import StorageError
+from agentd.providers.base import Usage
+
+if TYPE_CHECKING:
+    from agentd.core.session import Session
+
+
+def restore_message(payload: dict[str, Any], read_blob: Callable[[str], bytes]) -> dict[str, Any]:
+    """The API message of a `message` record, with blob-backed tool_result texts read back."""
+    msg = copy.deepcopy(payload["message"])
+    for j, ref in (payload.get("blobs") or {}).items():
+        msg["content"][int(j)]["content"] = read_blob(ref).decode("utf-8")
+    return msg
+
+
+class _Rounds:
+    """Recomputes the stale-round counter: per stored assistant message, the check and reset made before
+    its request, then the count of its reply once its tool_results are known (CONTRACTS.md §3)."""
+
+    def __init__(self, session: Session) -> None:
+        self.todos = session.p.todos
+        self.pending: dict[str, Any] | None = None
+        self.todo_ids: set[str] = set()
+        self.todo_ok = False
+
+    def flush(self) -> None:
+        if self.pending is not None:
+            self.todos.replay_reply(self.pending, self.todo_ok)
+        self.pending, self.todo_ids, self.todo_ok = None, set(), False
+
+    def assistant(self, msg: dict[str, Any]) -> None:
+        self.flush()
+        self.pending = msg
+        self.todo_ids = {
+            b["id"] for b in msg["content"] if b.get("type") == "tool_use" and b.get("name") == "todo_write"
+        }
+
+    def user(self, msg: dict[str, Any]) -> None:
+        for b in msg["content"]:
+            if (
+                b.get("type") == "tool_result"
+                and b.get("tool_use_id") in self.todo_ids
+                and not b.get("is_error")
+            ):
+                self.todo_ok = True
+
+
+def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
+    """Apply `records` (decoded log lines, in order) to a freshly built session. Raises StorageError when
+    the rebuilt history cannot be made valid (CONTRACTS.md §8 validator)."""
+    p = session.p
+    ctx = p.context
+    rounds = _Rounds(session)
+    last_todos: list[dict[str, Any]] | None = None
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == "message":
+            msg = restore_message(rec, p.store.read_blob)
+            if msg["role"] == "assistant":
+                extra = {k: v for k, v in msg.items() if k not in ("role", "content")}
+                ctx.add_assistant(msg["content"], extra or None)
+                rounds.assistant(msg)
+            else:
+                ctx.add_user(msg["content"])
+                rounds.user(msg)
+        elif kind == "prompt":
+            session.turns += 1
+        elif kind == "tool_started":
+            session.started_tool_ids.add(rec["toolCallId"])
+        elif kind == "todos":
+            last_todos = rec["todos"]
+            p.todos.restore(last_todos, p.todos.stale_count)
+        elif kind == "grant":
+            p.gate.grants.add(rec["tool"], rec["grant"])
+        elif kind == "mode":
+            p.gate.mode = rec["mode"]
+        elif kind == "title":
+            session.title = rec.get("title")
+        elif kind == "usage":
+            u = rec.get("usage") or {}
+            session.totals.add(
+                Usage(
+                    input_tokens=u.get("inputTokens"),
+                    output_tokens=u.get("outputTokens"),
+                    cache_creation_input_tokens=u.get("cacheCreationInputTokens"),
+                    cache_read_input_tokens=u.get("cacheReadInputTokens"),
+                ),
+                rec.get("model", ""),
+            )
+        elif kind == "compaction":
+            ctx.replace_prefix(rec["replaced"], rec["summary"], rec.get("ack"))
+    rounds.flush()
+    if last_todos is not None:
+        p.todos.restore(last_todos, p.todos.stale_count)
+    check_history(session)
+
+
+def check_history(session: Session) -> None:
+    """Run the validator on the rebuilt history as the next request would see it (open tool_uses answered
+    by their synthetic results). An empty history is fine (a session with no prompt yet)."""
+    messages = session.p.context.messages
+    if not messages:
+        return
+    synthetic = session.synthetic_results()
+    if synthetic:
+        if messages[-1]["role"] == "user":
+            messages[-1]["content"] = synthetic + messages[-1]["content"]
+        else:
+            messages.append({"role": "user", "content": synthetic})
+    if messages[-1]["role"] == "assistant":
+        messages.append({"role": "user", "content": [{"type": "text", "text": "continue"}]})
+    err = validate_messages(messages)
+    if err:
+        raise StorageError(
+            f"Session {session.id} cannot be resumed: its history is invalid ({err}). Read it with "
+            f"agentd sessions show {session.id}, or start a new session."
+        )

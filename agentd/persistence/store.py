@@ -1,0 +1,479 @@
+"""One open session's files: the append-only log, meta.json, blobs, the lock (CONTRACTS.md §9).
+
+Owns: `SessionStore`, the single writer of `sessions/<id>/log.jsonl` for as long as it holds the session
+lock: it repairs a torn last line at open, assigns `seq` and `at`, appends records with one `os.write` on an
+O_APPEND fd (O(1) in the log's size: the last seq and size live in memory), fsyncs, writes blobs and
+meta.json atomically; and `read_records`, the lock-free read-only view for `sessions show`/`export`.
+Failpoints (TESTING.md §4): `store.append.before|mid|after`, `meta.before_rename`.
+Must not import pygls, lsprotocol, acp or agentd.adapters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import agentd
+from agentd import failpoints
+from agentd.errors import SessionNotFound, StorageError
+from agentd.persistence.lock import SessionLock
+from agentd.persistence.paths import (
+    DataDir,
+    as_data_dir,
+    atomic_write,
+    ensure_dir,
+    fsync_dir,
+    is_valid_session_id,
+    open_private,
+    write_all,
+)
+from agentd.persistence.records import LOG_VERSION, LogScan, encode_record, format_at, scan_log
+
+log = logging.getLogger(__name__)
+
+META_FIELDS = (
+    "id", "cwd", "title", "model", "provider", "createdAt", "updatedAt", "turns", "tokens", "logVersion",
+)  # fmt: skip
+_BLOB_REF = re.compile(r"[0-9a-f]{64}")
+_WRITE_FAILED = (
+    "Cannot write the session log in the data dir (disk full?). Free space or set --data-dir; "
+    "the turn was stopped and nothing was lost before this point."
+)
+
+Clock = Callable[[], datetime]
+
+
+def session_not_found(data_dir: DataDir, session_id: str) -> SessionNotFound:
+    """SessionNotFound for `session_id`; the message points to `agentd sessions list` (PROTOCOL.md §3.1)."""
+    return SessionNotFound(
+        f"Session {session_id} is not in the data dir ({data_dir.root}); "
+        "run agentd sessions list to see sessions, or start a new session.",
+        sessionId=session_id,
+    )
+
+
+def _existing_log(data_dir: DataDir, session_id: str) -> Path:
+    if not is_valid_session_id(session_id) or not data_dir.log_path(session_id).is_file():
+        raise session_not_found(data_dir, session_id)
+    return data_dir.log_path(session_id)
+
+
+def _read_log(data_dir: DataDir, session_id: str) -> tuple[Path, bytes]:
+    path = _existing_log(data_dir, session_id)
+    try:
+        return path, path.read_bytes()
+    except FileNotFoundError:
+        raise session_not_found(data_dir, session_id) from None
+    except OSError as exc:
+        raise StorageError(
+            f"Cannot read the log of session {session_id} ({path}): {exc.strerror}. "
+            "Check the data dir's permissions, or set --data-dir.",
+            sessionId=session_id,
+            path=str(path),
+        ) from exc
+
+
+def read_records(
+    data_dir: DataDir | str | os.PathLike[str], session_id: str, *, tolerate_torn: bool = True
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Read a session's log without locking or changing any byte (CONTRACTS.md §9 read-only replay).
+
+    Returns (records in log order including unknown kinds, warnings). A torn last line is skipped with a
+    warning, or raises StorageError if `tolerate_torn` is False. Raises SessionNotFound, StorageError
+    (`data.line` names a damaged line), UnsupportedSessionVersion.
+    """
+    dd = as_data_dir(data_dir)
+    path, data = _read_log(dd, session_id)
+    scan = scan_log(data, session_id, str(path))
+    if not scan.torn:
+        return scan.records, []
+    if not tolerate_torn:
+        raise StorageError(
+            f"Session {session_id}: the last line of {path} is torn; open the session to repair it.",
+            sessionId=session_id,
+            path=str(path),
+            line=len(scan.records) + 1,
+        )
+    return scan.records, [
+        f"Session {session_id}: skipped a torn last line of log.jsonl ({len(scan.torn)} bytes after "
+        f"record {scan.last_seq}); it is set aside the next time the session is opened."
+    ]
+
+
+def read_blob(data_dir: DataDir | str | os.PathLike[str], session_id: str, ref: str) -> bytes:
+    """The bytes of blob `ref` (sha256 hex) of a session. Raises ValueError for a malformed ref, StorageError."""
+    if not isinstance(ref, str) or not _BLOB_REF.fullmatch(ref):
+        raise ValueError(f"invalid blob ref {ref!r}: expected 64 lowercase hex digits")
+    path = as_data_dir(data_dir).blobs_dir(session_id) / ref
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise StorageError(
+            f"Cannot read blob {ref} of session {session_id} ({path}): {exc.strerror}.",
+            sessionId=session_id,
+            path=str(path),
+        ) from exc
+
+
+class SessionStore:
+    """The open session: owns the lock and the O_APPEND fd of `log.jsonl` (0600) until `close()`.
+
+    Build it with `create()` or `open()`. Not thread-safe: one task appends at a time.
+    """
+
+    def __init__(
+        self, data_dir: DataDir, session_id: str, lock: SessionLock, fd: int, scan: LogScan, clock: Clock
+    ) -> None:
+        self.data_dir = data_dir
+        self.session_id = session_id
+        self.log_path = data_dir.log_path(session_id)
+        self.warnings: list[str] = []
+        self._lock = lock
+        self._fd: int | None = fd
+        self._records = scan.records
+        self._last_seq = scan.last_seq
+        self._size = scan.good_len
+        self._needs_newline = scan.needs_newline
+        self._clock = clock
+        self._meta: dict[str, Any] = {}
+
+    # ---- opening -------------------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        data_dir: DataDir | str | os.PathLike[str],
+        session_id: str,
+        meta: Mapping[str, Any],
+        *,
+        clock: Clock | None = None,
+    ) -> SessionStore:
+        """Create `sessions/<id>/` (0700), lock it, write the `meta` record (seq 1) and `meta.json`.
+
+        `meta` is the meta record's payload (cwd, directories, provider, model, ...); `sessionId` and
+        `agentdVersion` are put first. `clock` returns the wall-clock time for `at` (default: now, UTC).
+        Raises ValueError for an invalid id or a `sessionId` that differs, FileExistsError if the session
+        exists, StorageError if the data dir cannot be written.
+        """
+        dd = as_data_dir(data_dir)
+        sdir = dd.session_dir(session_id)
+        if meta.get("sessionId", session_id) != session_id:
+            raise ValueError(f"meta sessionId {meta['sessionId']!r} != {session_id!r}")
+        try:
+            ensure_dir(dd.sessions_dir)
+            sdir.mkdir(mode=0o700)
+            os.chmod(sdir, 0o700)
+            fsync_dir(dd.sessions_dir)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise StorageError(
+                f"Cannot create session {session_id} in the data dir ({dd.root}): {exc.strerror}. "
+                "Check its permissions and free space, or set --data-dir.",
+                sessionId=session_id,
+                path=str(sdir),
+            ) from exc
+        lock = SessionLock.acquire(dd.lock_path(session_id), session_id=session_id)
+        store: SessionStore | None = None
+        try:
+            fd = open_private(dd.log_path(session_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL)
+            store = cls(dd, session_id, lock, fd, LogScan([], 0, b"", False), clock or _utcnow)
+            payload = {"sessionId": session_id, "agentdVersion": agentd.__version__, **meta}
+            record = store.append("meta", payload)
+            store._records = [record]
+            fsync_dir(sdir)
+            store._meta = _initial_meta(session_id, meta, record["at"])
+            store._write_meta()
+        except OSError as exc:
+            _abandon(store, lock)
+            raise StorageError(
+                f"Cannot create session {session_id} in the data dir ({dd.root}): {exc.strerror}. "
+                "Check its permissions and free space, or set --data-dir.",
+                sessionId=session_id,
+                path=str(sdir),
+            ) from exc
+        except BaseException:
+            _abandon(store, lock)
+            raise
+        return store
+
+    @classmethod
+    def open(
+        cls, data_dir: DataDir | str | os.PathLike[str], session_id: str, *, clock: Clock | None = None
+    ) -> SessionStore:
+        """Open an existing session for writing (CONTRACTS.md §9): lock, read the log, repair a torn tail.
+
+        A torn last line is cut off the log and its bytes moved to `log.jsonl.torn-<seq>` (fsynced, with a
+        warning in `.warnings` and the log). Nothing else is written. Raises SessionNotFound (the message
+        points to `agentd sessions list`), SessionLocked, StorageError (`data.line` names a damaged line),
+        UnsupportedSessionVersion.
+        """
+        dd = as_data_dir(data_dir)
+        _existing_log(dd, session_id)
+        try:
+            lock = SessionLock.acquire(dd.lock_path(session_id), session_id=session_id)
+        except FileNotFoundError:
+            raise session_not_found(dd, session_id) from None
+        fd = -1
+        try:
+            path, data = _read_log(dd, session_id)
+            scan = scan_log(data, session_id, str(path))
+            fd = open_private(path, os.O_WRONLY | os.O_APPEND)
+            store = cls(dd, session_id, lock, fd, scan, clock or _utcnow)
+            if scan.torn:
+                store._set_aside_torn(scan)
+            store._meta = store._load_meta()
+            store._remove_stale_tmp()
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            lock.release()
+            raise
+        return store
+
+    def _set_aside_torn(self, scan: LogScan) -> None:
+        seq = scan.last_seq + 1
+        target = self.log_path.with_name(f"log.jsonl.torn-{seq}")
+        n = 1
+        try:
+            while target.exists() and target.read_bytes() != scan.torn:
+                target = self.log_path.with_name(f"log.jsonl.torn-{seq}.{n}")
+                n += 1
+            if not target.exists():
+                atomic_write(target, scan.torn)
+            assert self._fd is not None
+            os.ftruncate(self._fd, scan.good_len)
+            os.fsync(self._fd)
+            fsync_dir(self.log_path.parent)
+        except OSError as exc:
+            raise StorageError(
+                f"Cannot repair the torn last line of session {self.session_id} ({self.log_path}): "
+                f"{exc.strerror}. Free space or check the data dir's permissions, then retry.",
+                sessionId=self.session_id,
+                path=str(self.log_path),
+            ) from exc
+        msg = (
+            f"Session {self.session_id}: the last line of log.jsonl was torn (a crash during a write); "
+            f"its {len(scan.torn)} bytes were moved to {target.name} and the log ends at record {seq - 1}."
+        )
+        self.warnings.append(msg)
+        log.warning("%s", msg)
+
+    def _load_meta(self) -> dict[str, Any]:
+        path = self.data_dir.meta_path(self.session_id)
+        try:
+            meta = json.loads(path.read_bytes())
+            if isinstance(meta, dict):
+                return meta
+        except (OSError, ValueError):
+            pass
+        first = self._records[0] if self._records and self._records[0]["kind"] == "meta" else {}
+        rebuilt = _initial_meta(self.session_id, first, first.get("at") or format_at(self._clock()))
+        if self._records:
+            rebuilt["updatedAt"] = self._records[-1]["at"]
+        msg = f"Session {self.session_id}: meta.json is missing or unreadable; rebuilt it from the log."
+        self.warnings.append(msg)
+        log.warning("%s", msg)
+        return rebuilt
+
+    def _remove_stale_tmp(self) -> None:
+        sdir = self.data_dir.session_dir(self.session_id)
+        for tmp in [*sdir.glob("*.tmp"), *self.data_dir.blobs_dir(self.session_id).glob("*.tmp")]:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    # ---- reading -------------------------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last record written (0 for an empty log)."""
+        return self._last_seq
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """A copy of the current meta.json content (fields: META_FIELDS)."""
+        return json.loads(json.dumps(self._meta))
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records read at open (for `create()`: the meta record), in log order, unknown kinds included.
+
+        Appends made since are not added. Replay skips kinds that `records.is_known_kind` rejects.
+        """
+        return self._records
+
+    def read_blob(self, ref: str) -> bytes:
+        """The bytes of blob `ref`. Raises ValueError for a malformed ref, StorageError if unreadable."""
+        return read_blob(self.data_dir, self.session_id, ref)
+
+    # ---- writing -------------------------------------------------------------------------------------
+
+    def append(self, kind: str, payload: Mapping[str, Any], *, fsync: bool = True) -> dict[str, Any]:
+        """Append one record of `kind` (CONTRACTS.md §9): seq = last + 1, `at` = now; fsync unless told not to.
+
+        Returns the record as written (`{"v", "seq", "at", "kind", **payload}`). Raises ValueError for an
+        unknown kind or unencodable payload, StorageError (PROTOCOL.md §11 text) if the write fails; then
+        the log is rolled back to its previous end and the store stays usable.
+        """
+        return self.append_many([(kind, payload)], fsync=fsync)[0]
+
+    def append_many(
+        self, items: Iterable[tuple[str, Mapping[str, Any]]], *, fsync: bool = True
+    ) -> list[dict[str, Any]]:
+        """Append several records with one write and one fsync (e.g. synthetic tool_results + the next prompt).
+
+        Returns the records as written, in order. Errors as `append`.
+        """
+        at = format_at(self._clock())
+        records: list[dict[str, Any]] = []
+        lines: list[bytes] = []
+        for i, (kind, payload) in enumerate(items, start=self._last_seq + 1):
+            lines.append(encode_record(i, kind, payload, at))
+            records.append({"v": LOG_VERSION, "seq": i, "at": at, "kind": kind, **payload})
+        if records:
+            self._write(b"".join(lines), fsync)
+            self._last_seq = records[-1]["seq"]
+        return records
+
+    def _write(self, data: bytes, fsync: bool) -> None:
+        fd = self._require_open()
+        if self._needs_newline:
+            data = b"\n" + data
+        failpoints.hit("store.append.before")
+        act = failpoints.action("store.append.mid")
+        try:
+            if act == "kill-mid-write":
+                write_all(fd, data[: len(data) // 2])
+                os.fsync(fd)
+                failpoints.kill_now()
+            elif act == "kill":
+                failpoints.kill_now()
+            elif act == "raise":
+                raise failpoints.FailpointError("failpoint store.append.mid")
+            write_all(fd, data)
+            if fsync:
+                os.fsync(fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self._size)
+            raise self._write_error(exc) from exc
+        self._size += len(data)
+        self._needs_newline = False
+        failpoints.hit("store.append.after")
+
+    def sync(self) -> None:
+        """fsync the log (after appends made with `fsync=False`). Raises StorageError."""
+        fd = self._require_open()
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise self._write_error(exc) from exc
+
+    def write_blob(self, data: bytes) -> str:
+        """Store `data` once as `blobs/<sha256>` (0600; temp file, fsync, rename) and return the sha256 hex ref.
+
+        Writing the same bytes again is a no-op. Raises StorageError.
+        """
+        ref = hashlib.sha256(data).hexdigest()
+        bdir = self.data_dir.blobs_dir(self.session_id)
+        path = bdir / ref
+        try:
+            if not bdir.exists():
+                ensure_dir(bdir)
+                fsync_dir(bdir.parent)
+            if not path.exists():
+                atomic_write(path, data)
+        except OSError as exc:
+            raise self._write_error(exc, path) from exc
+        return ref
+
+    def update_meta(self, **fields: Any) -> dict[str, Any]:
+        """Set fields of meta.json and rewrite it atomically (temp file, fsync, rename, folder fsync).
+
+        Allowed fields: META_FIELDS except `id` and `logVersion`; `tokens` is replaced whole
+        (`{input, output, cacheRead, cacheWrite}`). `updatedAt` defaults to now. Returns the new content.
+        Raises TypeError for an unknown field, StorageError if the file cannot be written.
+        """
+        bad = sorted((set(fields) - set(META_FIELDS)) | (set(fields) & {"id", "logVersion"}))
+        if bad:
+            raise TypeError(f"update_meta: unknown or read-only fields: {', '.join(bad)}")
+        self._require_open()
+        fields.setdefault("updatedAt", format_at(self._clock()))
+        new = {**self._meta, **fields}
+        self._write_meta(new)
+        self._meta = new
+        return self.meta
+
+    def _write_meta(self, meta: dict[str, Any] | None = None) -> None:
+        path = self.data_dir.meta_path(self.session_id)
+        data = json.dumps(self._meta if meta is None else meta, ensure_ascii=False, separators=(",", ":"))
+        try:
+            atomic_write(path, data.encode("utf-8") + b"\n", before_rename="meta.before_rename")
+        except OSError as exc:
+            raise self._write_error(exc, path) from exc
+
+    # ---- closing -------------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+    def close(self) -> None:
+        """Close the log and release the session lock. Idempotent."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            self._lock.release()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require_open(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"the store of session {self.session_id} is closed")
+        return self._fd
+
+    def _write_error(self, exc: OSError, path: Path | None = None) -> StorageError:
+        return StorageError(
+            _WRITE_FAILED,
+            sessionId=self.session_id,
+            path=str(path or self.log_path),
+            reason=exc.strerror or str(exc),
+        )
+
+
+def _abandon(store: SessionStore | None, lock: SessionLock) -> None:
+    if store is not None:
+        store.close()
+    else:
+        lock.release()
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _initial_meta(session_id: str, meta: Mapping[str, Any], at: str) -> dict[str, Any]:
+    return {
+        "id": session_id,
+        "cwd": meta.get("cwd"),
+        "title": meta.get("title"),
+        "model": meta.get("model"),
+        "provider": meta.get("provider"),
+        "createdAt": at,
+        "updatedAt": at,
+        "turns": 0,
+        "tokens": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "logVersion": LOG_VERSION,
+    }

@@ -1,0 +1,416 @@
+"""The Anthropic Messages API provider (CONTRACTS.md §6, §8, §10).
+
+Owns: `AnthropicProvider`, the stream accumulator `MessageAccumulator` (raw SSE events -> history blocks, usage,
+truncated tool_use ids), `usage_from_anthropic`, and the HTTP error mapping shared by every provider
+(`provider_error_for_status`, `retry_after_s`, `scrub`).
+
+Only this module imports `anthropic`, and only inside functions (start-up must not pay for the SDK).
+Must not import pygls, lsprotocol, acp or an adapter.
+
+Choices:
+- The stream is read as raw events (`messages.create(stream=True)`), not through the SDK's `MessageStream`,
+  whose partial-JSON parser hides a tool_use cut off by `max_tokens`.
+- `message_delta.usage` counts are cumulative: each count present overwrites, none is added.
+- A tool_use whose input JSON does not parse at `content_block_stop` (the reply hit `max_tokens`) is kept out
+  of `ModelResponse.content`, gets no `block_done`, and its id goes into `truncated_tool_use_ids`: it must never
+  run, and leaving it out keeps the history valid (no tool_use without a tool_result).
+- Empty text blocks, `thinking` blocks and unknown block types are dropped (agentd never asks for thinking; an
+  empty text block would make the next request a 400).
+- Messages are sent with only `role` and `content`: other top-level keys a provider left on a stored message
+  (`reasoning_content` from openai_compat) are dropped here.
+- The API key is passed to the SDK explicitly and never appears in a log line or error text (§10).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, cast
+
+from agentd.core.clock import Clock, SystemClock
+from agentd.errors import ProviderError
+from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
+
+log = logging.getLogger("agentd.providers.anthropic")
+
+RETRYABLE_STATUSES = frozenset({408, 409, 500, 502, 503, 504, 529})
+# Error types of a mid-stream `event: error` (HTTP status 200) that another attempt cannot fix.
+FATAL_STREAM_ERROR_TYPES = frozenset(
+    {"invalid_request_error", "authentication_error", "permission_error", "not_found_error"}
+)
+MESSAGE_KEYS = ("role", "content")
+
+
+# ---------------------------------------------------------------- shared error helpers
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """`text` with every occurrence of `secret` (the API key) replaced by `***` (CONTRACTS.md §10)."""
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "***")
+    return text
+
+
+def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
+    """The server's retry hint in seconds: `retry-after-ms` (milliseconds) wins over `retry-after` (seconds).
+
+    An HTTP-date `retry-after`, a negative or unparsable value gives None (the retry loop then backs off).
+    """
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = lower.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) / scale
+        except ValueError:
+            continue
+        if value >= 0:
+            return value
+    return None
+
+
+def provider_error_for_status(
+    *,
+    provider: str,
+    service: str,
+    status: int,
+    message: str,
+    error_type: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    api_key_env: str = "",
+) -> ProviderError:
+    """Map an HTTP error of a model service to a `ProviderError` (PROTOCOL.md §11, CONTRACTS.md §6).
+
+    `service` names the service in the text ("Anthropic"); `message` is the service's own error text, quoted
+    as is. 401/403 -> `authentication`; 429 -> retryable `unavailable` with `retry_after_s` from the headers;
+    408/409/5xx/529 -> retryable `unavailable`; status 200 is a mid-stream `event: error` (retryable unless its
+    `error_type` is a request error); other 4xx -> `bad_request`.
+    """
+    env = api_key_env or "the API key variable"
+    detail = f": {message}" if message else ""
+    if status in (401, 403):
+        text = (
+            f"{service} rejected the API key (HTTP {status}). Set {env} in the environment that launches "
+            "your editor, then restart agentd."
+        )
+        if status == 403 and message:
+            text = f"{service} refused the request (HTTP 403){detail}. Check the key in {env} and its access."
+        return ProviderError(text, provider=provider, reason="authentication", http_status=status)
+    if status == 429:
+        return ProviderError(
+            f"{service} rate limit (HTTP 429){detail}",
+            provider=provider,
+            reason="unavailable",
+            http_status=status,
+            retryable=True,
+            retry_after_s=retry_after_s(headers),
+        )
+    if status == 200:
+        kind = error_type or "error"
+        return ProviderError(
+            f"{service} stream failed ({kind}){detail}",
+            provider=provider,
+            reason="bad_request" if kind in FATAL_STREAM_ERROR_TYPES else "unavailable",
+            http_status=None,
+            retryable=kind not in FATAL_STREAM_ERROR_TYPES,
+        )
+    if status in RETRYABLE_STATUSES or status >= 500:
+        return ProviderError(
+            f"{service} is unavailable (HTTP {status}){detail}",
+            provider=provider,
+            reason="unavailable",
+            http_status=status,
+            retryable=True,
+            retry_after_s=retry_after_s(headers),
+        )
+    return ProviderError(
+        f"{service} rejected the request (HTTP {status}){detail}",
+        provider=provider,
+        reason="bad_request",
+        http_status=status,
+    )
+
+
+def connection_error(
+    *, provider: str, service: str, base_url: str | None, exc: BaseException, secret: str | None = None
+) -> ProviderError:
+    """A retryable `unavailable` error for a refused connection, a timeout or a stream cut mid-way."""
+    where = f" at {base_url}" if base_url else ""
+    return ProviderError(
+        scrub(f"Cannot reach {service}{where} ({type(exc).__name__}: {exc})", secret),
+        provider=provider,
+        reason="unavailable",
+        retryable=True,
+    )
+
+
+# ---------------------------------------------------------------- usage and the stream accumulator
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_from_anthropic(usage: Mapping[str, Any] | None) -> Usage:
+    """Map a Messages API `usage` object (dict) to `Usage`; a field absent or null stays None (unknown).
+
+    `cache_creation.ephemeral_1h_input_tokens` / `ephemeral_5m_input_tokens` fill the TTL split when present.
+    """
+    u = usage or {}
+    raw_split = u.get("cache_creation")
+    split: Mapping[str, Any] = raw_split if isinstance(raw_split, Mapping) else {}
+    return Usage(
+        input_tokens=_count(u.get("input_tokens")),
+        output_tokens=_count(u.get("output_tokens")),
+        cache_creation_input_tokens=_count(u.get("cache_creation_input_tokens")),
+        cache_read_input_tokens=_count(u.get("cache_read_input_tokens")),
+        cache_creation_1h=_count(split.get("ephemeral_1h_input_tokens")),
+        cache_creation_5m=_count(split.get("ephemeral_5m_input_tokens")),
+    )
+
+
+def apply_delta_usage(usage: Usage, delta: Mapping[str, Any] | None) -> Usage:
+    """`usage` after a `message_delta.usage`: each count present overwrites (they are cumulative), never adds."""
+    d = delta or {}
+    for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        value = _count(d.get(key))
+        if value is not None:
+            setattr(usage, key, value)
+    split = d.get("cache_creation")
+    if isinstance(split, Mapping):
+        for key, attr in (
+            ("ephemeral_1h_input_tokens", "cache_creation_1h"),
+            ("ephemeral_5m_input_tokens", "cache_creation_5m"),
+        ):
+            value = _count(split.get(key))
+            if value is not None:
+                setattr(usage, attr, value)
+    return usage
+
+
+class MessageAccumulator:
+    """Folds raw Messages API stream events (dicts, TESTING.md §3.4) into one `ModelResponse`.
+
+    `feed(event)` returns the `StreamEvent`s to show: a `text_delta` per text delta and a `block_done` per
+    finished block (history form). `finished` turns true at `message_stop`. Unknown events and `ping` are ignored.
+    """
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.model = ""
+        self.stop_reason = ""
+        self.usage = Usage(None, None, None, None)
+        self.finished = False
+        self.started = False
+        self._open: dict[int, dict[str, Any]] = {}
+        self._done: list[tuple[int, dict[str, Any]]] = []
+        self._truncated: list[str] = []
+
+    def feed(self, event: Mapping[str, Any]) -> list[StreamEvent]:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.started = True
+            self.id = str(message.get("id") or "")
+            self.model = str(message.get("model") or "")
+            self.usage = usage_from_anthropic(message.get("usage"))
+        elif kind == "content_block_start":
+            block = dict(event.get("content_block") or {})
+            self._open[int(event.get("index", 0))] = {"block": block, "text": [], "json": []}
+        elif kind == "content_block_delta":
+            return self._delta(int(event.get("index", 0)), event.get("delta") or {})
+        elif kind == "content_block_stop":
+            return self._stop(int(event.get("index", 0)))
+        elif kind == "message_delta":
+            delta = event.get("delta") or {}
+            if delta.get("stop_reason"):
+                self.stop_reason = str(delta["stop_reason"])
+            apply_delta_usage(self.usage, event.get("usage"))
+        elif kind == "message_stop":
+            self.finished = True
+        return []
+
+    def _delta(self, index: int, delta: Mapping[str, Any]) -> list[StreamEvent]:
+        state = self._open.get(index)
+        if state is None:
+            return []
+        if delta.get("type") == "text_delta" and state["block"].get("type") == "text":
+            text = str(delta.get("text") or "")
+            state["text"].append(text)
+            return [StreamEvent("text_delta", text=text)] if text else []
+        if delta.get("type") == "input_json_delta":
+            state["json"].append(str(delta.get("partial_json") or ""))
+        return []
+
+    def _stop(self, index: int) -> list[StreamEvent]:
+        state = self._open.pop(index, None)
+        if state is None:
+            return []
+        raw = state["block"]
+        if raw.get("type") == "text":
+            text = str(raw.get("text") or "") + "".join(state["text"])
+            if not text:
+                return []
+            block: dict[str, Any] = {"type": "text", "text": text}
+        elif raw.get("type") == "tool_use":
+            source = "".join(state["json"])
+            try:
+                tool_input = json.loads(source) if source.strip() else dict(raw.get("input") or {})
+            except ValueError:
+                self._truncated.append(str(raw.get("id")))
+                return []
+            block = {"type": "tool_use", "id": raw.get("id"), "name": raw.get("name"), "input": tool_input}
+        else:
+            return []
+        self._done.append((index, block))
+        return [StreamEvent("block_done", block=block)]
+
+    def response(self) -> ModelResponse:
+        """The reply so far: finished blocks in index order; open tool_use blocks count as truncated."""
+        truncated = list(self._truncated)
+        truncated += [
+            str(s["block"].get("id")) for s in self._open.values() if s["block"].get("type") == "tool_use"
+        ]
+        return ModelResponse(
+            id=self.id,
+            content=[block for _, block in sorted(self._done, key=lambda item: item[0])],
+            stop_reason=self.stop_reason,
+            usage=self.usage,
+            model=self.model,
+            truncated_tool_use_ids=truncated,
+        )
+
+
+def wire_body(request: ModelRequest) -> dict[str, Any]:
+    """The Messages API body of `request`, messages reduced to `role` and `content`."""
+    body = request.body()
+    if any(set(m) - set(MESSAGE_KEYS) for m in request.messages):
+        body["messages"] = [{k: m[k] for k in MESSAGE_KEYS if k in m} for m in request.messages]
+    return body
+
+
+# ---------------------------------------------------------------- the provider
+
+STREAM_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    }
+)
+
+
+class AnthropicProvider:
+    """Streams Messages API replies with the official SDK (its retries off; `run_with_retries` retries).
+
+    `model`: model id; `api_key`: the key (from the environment variable `api_key_env` names); `base_url`: None
+    for the SDK default; `clock` is kept for symmetry with the other providers (retries use the caller's).
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        clock: Clock | None = None,
+        *,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        timeout_s: float = 600.0,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.clock = clock or SystemClock()
+        self.api_key_env = api_key_env
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        self._client: Any = None
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self._timeout_s
+            )
+        return self._client
+
+    async def stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse:
+        """One attempt: stream the reply, calling `on_event` per text delta and finished block.
+
+        Raises `ProviderError` (retryable for 429, 5xx, 529, a mid-stream error event, a dropped connection or a
+        stream that ends without `message_stop`).
+        """
+        import anthropic
+
+        client = self._get_client()
+        acc = MessageAccumulator()
+        body = wire_body(request)
+        try:
+            events = await cast(Any, client.messages).create(**body, stream=True)
+            async with events:
+                async for event in events:
+                    if getattr(event, "type", None) not in STREAM_EVENTS:
+                        continue
+                    for out in acc.feed(event.to_dict()):
+                        on_event(out)
+        except asyncio.CancelledError:
+            raise
+        except anthropic.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except anthropic.APIError as exc:
+            raise self._connection_error(exc) from None
+        except Exception as exc:
+            if not is_transport_error(exc):
+                raise
+            raise self._connection_error(exc) from None
+        if not acc.finished:
+            raise ProviderError(
+                "Anthropic stream ended before message_stop (connection dropped)",
+                provider=self.name,
+                reason="unavailable",
+                retryable=True,
+            )
+        return acc.response()
+
+    def _status_error(self, exc: Any) -> ProviderError:
+        message = exc.api_message if isinstance(exc.api_message, str) else ""
+        headers = dict(exc.response.headers) if exc.response is not None else {}
+        err = provider_error_for_status(
+            provider=self.name,
+            service="Anthropic",
+            status=int(exc.status_code),
+            message=scrub(message, self._api_key),
+            error_type=exc.type if isinstance(exc.type, str) else None,
+            headers=headers,
+            api_key_env=self.api_key_env,
+        )
+        log.debug("anthropic: HTTP %s %s", exc.status_code, err.reason)
+        return err
+
+    def _connection_error(self, exc: BaseException) -> ProviderError:
+        return connection_error(
+            provider=self.name, service="Anthropic", base_url=self.base_url, exc=exc, secret=self._api_key
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """True for the HTTP library's own errors (a cut stream raises those, not the SDK's)."""
+    return type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2", "h11")

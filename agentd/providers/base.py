@@ -1,0 +1,198 @@
+"""The Provider protocol, usage accounting types and agentd's retry loop (CONTRACTS.md §6).
+
+Owns: `Usage`, `ModelRequest`, `ModelResponse`, `StreamEvent`, `Provider`, `run_with_retries`.
+Must not import an SDK (anthropic/openai are imported lazily by their own modules only).
+
+History format everywhere in agentd is the Anthropic Messages form: a message is
+`{"role": "user"|"assistant", "content": [block, ...]}` with blocks `text`, `tool_use`, `tool_result`
+(and `image`). Providers for other APIs translate at their edge.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from agentd.core.clock import Clock
+from agentd.errors import ProviderError
+
+log = logging.getLogger("agentd.providers")
+
+
+@dataclass
+class Usage:
+    """Token counts of one response, in tokens. `None` means the provider did not report it (unknown, never 0).
+
+    `input_tokens` is the uncached tail only; the prompt size is the sum of the three input fields
+    (CONTRACTS.md §6; the seed counted only input + output, which collapses once caching works).
+    `cache_creation_1h` / `cache_creation_5m` split the write by TTL when the provider reports it.
+    """
+
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    cache_creation_input_tokens: int | None = 0
+    cache_read_input_tokens: int | None = 0
+    cache_creation_1h: int | None = None
+    cache_creation_5m: int | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt size = input + cache creation + cache read (unknown counts as 0 here)."""
+        return (
+            (self.input_tokens or 0)
+            + (self.cache_creation_input_tokens or 0)
+            + (self.cache_read_input_tokens or 0)
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """Exact context size after this response: prompt size + output tokens."""
+        return self.prompt_tokens + (self.output_tokens or 0)
+
+    def to_json(self) -> dict[str, int | None]:
+        """Wire/log shape with camelCase keys; unknown counts are `null`."""
+        return {
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheCreationInputTokens": self.cache_creation_input_tokens,
+            "cacheReadInputTokens": self.cache_read_input_tokens,
+        }
+
+    def accounting_line(self) -> str:
+        """The stderr line of CONTRACTS.md §6: `[turn · in=… out=… cache_read=… cache_write=…]`."""
+
+        def f(v: int | None) -> str:
+            return "?" if v is None else str(v)
+
+        return (
+            f"[turn · in={f(self.input_tokens)} out={f(self.output_tokens)} "
+            f"cache_read={f(self.cache_read_input_tokens)} cache_write={f(self.cache_creation_input_tokens)}]"
+        )
+
+
+@dataclass
+class ModelRequest:
+    """One model call, in Messages API shape.
+
+    `system`: list of text blocks (may carry `cache_control`); `tools`: tool definitions
+    (`{"name", "description", "input_schema"}`, maybe `cache_control`); `messages`: the history plus
+    request-only blocks; `max_tokens`: output cap in tokens. `purpose` is "turn" or "summary" (logging only).
+    """
+
+    model: str
+    system: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    max_tokens: int
+    purpose: Literal["turn", "summary"] = "turn"
+
+    def body(self) -> dict[str, Any]:
+        """The Messages API body (without `stream`), keys in a fixed order."""
+        b: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        if self.system:
+            b["system"] = self.system
+        if self.tools:
+            b["tools"] = self.tools
+        b["messages"] = self.messages
+        return b
+
+
+@dataclass
+class ModelResponse:
+    """The complete assistant reply.
+
+    `content`: blocks in history form (`text`, `tool_use` with parsed `input`); `stop_reason`: `end_turn`,
+    `tool_use`, `max_tokens`, `refusal`, `stop_sequence` or `pause_turn`; `truncated_tool_use_ids`: ids of
+    tool_use blocks whose JSON was cut off (stop_reason `max_tokens`), which must never run.
+    `extra`: provider-specific fields to keep on the stored message (e.g. `reasoning_content`).
+    """
+
+    id: str
+    content: list[dict[str, Any]]
+    stop_reason: str
+    usage: Usage
+    model: str = ""
+    truncated_tool_use_ids: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StreamEvent:
+    """Something the caller may show while a reply streams.
+
+    kind `text_delta`: `text` holds new text. `block_done`: `block` is a finished content block (history form).
+    `retry`: the partial reply so far is void; `attempt` (1-based), `delay_s` and `reason` say why.
+    """
+
+    kind: Literal["text_delta", "block_done", "retry"]
+    text: str = ""
+    block: dict[str, Any] | None = None
+    attempt: int = 0
+    delay_s: float = 0.0
+    reason: str = ""
+
+
+OnEvent = Callable[[StreamEvent], None]
+
+
+class Provider(Protocol):
+    """A model endpoint. Implementations: anthropic.py, openai_compat.py, scripted.py.
+
+    `stream()` makes exactly one attempt (no retries: `run_with_retries` does those) and raises
+    `ProviderError` with `retryable` and `retry_after_s` set on failure. Cancellation is asyncio
+    cancellation: the caller cancels the task.
+    """
+
+    name: str
+    model: str
+
+    async def stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+DEFAULT_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+async def run_with_retries(
+    attempt: Callable[[int], Awaitable[ModelResponse]],
+    *,
+    clock: Clock,
+    max_total_s: float,
+    on_retry: Callable[[int, float, ProviderError], None] | None = None,
+) -> ModelResponse:
+    """Call `attempt(n)` (n = 1, 2, ...) until it succeeds or retries are exhausted (CONTRACTS.md §6).
+
+    Retries a `ProviderError` with `retryable=True` (429, 529, 5xx, a mid-stream overload), waiting the
+    server's `retry_after_s` when given, else an exponential backoff. Stops when the next wait would pass
+    `max_total_s` seconds since the first attempt, measured on `clock`, and re-raises the last error.
+    Non-retryable errors propagate at once.
+    """
+    start = clock.now()
+    n = 0
+    while True:
+        n += 1
+        try:
+            return await attempt(n)
+        except ProviderError as err:
+            if not err.retryable:
+                raise
+            delay = (
+                err.retry_after_s
+                if err.retry_after_s is not None
+                else DEFAULT_BACKOFF_S[min(n - 1, len(DEFAULT_BACKOFF_S) - 1)]
+            )
+            if clock.now() - start + delay > max_total_s:
+                raise ProviderError(
+                    f"{err.message} (gave up after {n} attempts within retries.max_total_s={max_total_s:g} s)",
+                    provider=err.provider,
+                    reason="unavailable",
+                    http_status=err.http_status,
+                    retryable=False,
+                ) from err
+            log.warning("provider %s: %s; retry %d in %.3f s", err.provider, err.message, n, delay)
+            if on_retry is not None:
+                on_retry(n, delay, err)
+            await clock.sleep(delay)

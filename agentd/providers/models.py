@@ -1,0 +1,63 @@
+"""The model table: context windows of known models (PROTOCOL.md §4.3 `context.window_tokens`).
+
+Owns: `MODEL_WINDOWS`, `DEFAULT_WINDOW_TOKENS`, `DEFAULT_MODELS`, `context_window()`. Imports nothing from agentd
+and no SDK. Windows are the providers' published input limits in tokens (Anthropic models overview, OpenAI model
+pages, DeepSeek and Moonshot API docs); a model not listed gets 32768, a safe size for local servers.
+"""
+
+from __future__ import annotations
+
+DEFAULT_WINDOW_TOKENS = 32768
+
+# Default model per provider (PROTOCOL.md §4.3 `model`: "the provider's default model").
+DEFAULT_MODELS: dict[str, str] = {
+    "anthropic": "claude-sonnet-4-6",
+    "openai": "gpt-4o-mini",
+    "scripted": "scripted",
+}
+
+MODEL_WINDOWS: dict[str, int] = {
+    # Anthropic (standard window; 1M-token windows need a beta header agentd does not send)
+    "claude-opus-4-7": 200_000,
+    "claude-opus-4-6": 200_000,
+    "claude-opus-4-5": 200_000,
+    "claude-opus-4-1": 200_000,
+    "claude-opus-4": 200_000,
+    "claude-sonnet-4-6": 200_000,
+    "claude-sonnet-4-5": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-haiku-4-5": 200_000,
+    "claude-3-7-sonnet": 200_000,
+    "claude-3-5-sonnet": 200_000,
+    "claude-3-5-haiku": 200_000,
+    # OpenAI
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "gpt-5": 400_000,
+    "gpt-5-mini": 400_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    # DeepSeek
+    "deepseek-chat": 128_000,
+    "deepseek-reasoner": 128_000,
+    # Moonshot / Kimi
+    "kimi-k2": 131_072,
+    "moonshot-v1-8k": 8_192,
+    "moonshot-v1-32k": 32_768,
+    "moonshot-v1-128k": 131_072,
+}
+
+
+def context_window(model: str) -> int:
+    """The context window of `model` in tokens.
+
+    Exact name first, then the longest table name that prefixes it followed by `-` (dated ids such as
+    `claude-sonnet-4-5-20250929`, `kimi-k2-0905-preview`), else `DEFAULT_WINDOW_TOKENS`.
+    """
+    if model in MODEL_WINDOWS:
+        return MODEL_WINDOWS[model]
+    matches = [name for name in MODEL_WINDOWS if model.startswith(name + "-")]
+    return MODEL_WINDOWS[max(matches, key=len)] if matches else DEFAULT_WINDOW_TOKENS

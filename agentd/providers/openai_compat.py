@@ -1,0 +1,533 @@
+"""The OpenAI-compatible chat-completions provider: OpenAI, DeepSeek, Moonshot, Ollama, llama.cpp, vLLM.
+
+Owns: `OpenAICompatProvider`, the translation between agentd's history (Anthropic Messages form) and chat
+completions (`chat_body`, `to_chat_messages`, `to_chat_tools`), the stream accumulator `ChatAccumulator`,
+`usage_from_openai` and the lenient text-to-tool-call fallback `tool_calls_from_text` (TESTING.md §3.8).
+
+Only this module imports `openai`, and only inside functions. Must not import pygls, lsprotocol, acp or an
+adapter. HTTP errors map through `agentd.providers.anthropic.provider_error_for_status` (shared helpers).
+
+Choices:
+- Usage (PROTOCOL.md §10.2): `input_tokens` = `prompt_tokens` minus the cached tokens; cached tokens come from
+  `prompt_tokens_details.cached_tokens` (OpenAI), `prompt_cache_hit_tokens` (DeepSeek) or a top-level
+  `cached_tokens` (Moonshot, legacy). A count the server does not report is None (unknown), never 0; chat
+  completions never report a cache write, so `cache_creation_input_tokens` is None.
+- DeepSeek thinking mode: the reply's `reasoning_content` is returned in `ModelResponse.extra` and the loop keeps it
+  as a top-level `"reasoning_content"` key of the stored assistant message; `to_chat_messages` sends it back on
+  that assistant message (cases C15). Other top-level message keys are ignored (the Anthropic provider drops all
+  keys but `role` and `content`).
+- Tool call arguments that are not valid JSON: when the reply was cut off (`finish_reason: length`) the call is
+  truncated (kept out of `content`, id in `truncated_tool_use_ids`, never run); otherwise it becomes a tool_use
+  whose input is `{"_invalid_json": "<raw arguments>"}`, so the tool's input validation answers the model with an
+  `is_error` result, and the raw text goes back unchanged as `arguments` in later requests.
+- Lenient fallback (`tool_calls_as_text` servers): a reply without `tool_calls` whose whole content is one fenced
+  ```json block or a bare JSON object `{"name": <offered tool>, "arguments"|"parameters"|"input": {...}}` (or a
+  list of such objects) becomes tool_use blocks with ids `call_text_<n>`; a name that is not an offered tool leaves
+  the text as it is. Text that may be such a call is held back until the reply ends, then shown if it was not.
+- An assistant message with tool calls always carries the `content` key (`""` when it has no text): some local
+  servers answer 500 without it (llama-cpp-python).
+- `max_completion_tokens` is sent to api.openai.com (its newer models reject `max_tokens`), `max_tokens` to every
+  other server. `temperature` and `seed` are sent only when configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import re
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any, cast
+from urllib.parse import urlparse
+
+from agentd.core.clock import Clock, SystemClock
+from agentd.errors import ProviderError
+from agentd.providers.anthropic import connection_error, is_transport_error, provider_error_for_status, scrub
+from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
+
+log = logging.getLogger("agentd.providers.openai")
+
+FINISH_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+INVALID_JSON_KEY = "_invalid_json"
+_FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```\Z", re.S)
+
+
+# ---------------------------------------------------------------- usage
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_from_openai(usage: Mapping[str, Any] | None) -> Usage:
+    """Map a chat-completions `usage` object (dict) to `Usage` (tokens; None = not reported).
+
+    Cached tokens, first found: `prompt_tokens_details.cached_tokens` (OpenAI), `prompt_cache_hit_tokens`
+    (DeepSeek), `cached_tokens` (Moonshot legacy). `input_tokens` = `prompt_tokens` - cached when both are
+    known, else `prompt_tokens`. No usage at all gives four None counts.
+    """
+    u = usage or {}
+    details = u.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+    if cached is None:
+        cached = _count(u.get("prompt_cache_hit_tokens"))
+    if cached is None:
+        cached = _count(u.get("cached_tokens"))
+    prompt = _count(u.get("prompt_tokens"))
+    return Usage(
+        input_tokens=prompt - cached if prompt is not None and cached is not None else prompt,
+        output_tokens=_count(u.get("completion_tokens")),
+        cache_creation_input_tokens=None,
+        cache_read_input_tokens=cached,
+    )
+
+
+# ---------------------------------------------------------------- request translation
+
+
+def _text_of(content: Any) -> str:
+    """The text of a tool_result's content (a string or blocks); images become `[image omitted]`."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content or []:
+        if isinstance(block, Mapping):
+            if block.get("type") == "text":
+                parts.append(str(block.get("text") or ""))
+            elif block.get("type") == "image":
+                parts.append("[image omitted]")
+    return "\n".join(parts)
+
+
+def _image_part(block: Mapping[str, Any]) -> dict[str, Any]:
+    source = block.get("source") or {}
+    if source.get("type") == "base64":
+        url = f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
+    else:
+        url = str(source.get("url") or "")
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _user_messages(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in blocks:
+        if block.get("type") == "tool_result":
+            text = _text_of(block.get("content"))
+            if block.get("is_error"):
+                text = f"Error: {text}"
+            out.append({"role": "tool", "tool_call_id": block.get("tool_use_id"), "content": text})
+    rest = [
+        b
+        for b in blocks
+        if b.get("type") in ("text", "image") and (b.get("type") == "image" or b.get("text"))
+    ]
+    if any(b.get("type") == "image" for b in rest):
+        parts = [
+            _image_part(b) if b.get("type") == "image" else {"type": "text", "text": b["text"]} for b in rest
+        ]
+        out.append({"role": "user", "content": parts})
+    elif rest:
+        out.append({"role": "user", "content": "\n\n".join(str(b["text"]) for b in rest)})
+    return out
+
+
+def _arguments(tool_input: Any) -> str:
+    if isinstance(tool_input, Mapping) and set(tool_input) == {INVALID_JSON_KEY}:
+        return str(tool_input[INVALID_JSON_KEY])
+    return json.dumps(tool_input, ensure_ascii=False)
+
+
+def _assistant_message(message: Mapping[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    text = "\n\n".join(str(b.get("text")) for b in blocks if b.get("type") == "text" and b.get("text"))
+    out: dict[str, Any] = {"role": "assistant", "content": text}
+    calls = [
+        {
+            "id": b.get("id"),
+            "type": "function",
+            "function": {"name": b.get("name"), "arguments": _arguments(b.get("input"))},
+        }
+        for b in blocks
+        if b.get("type") == "tool_use"
+    ]
+    if calls:
+        out["tool_calls"] = calls
+    if isinstance(message.get("reasoning_content"), str):
+        out["reasoning_content"] = message["reasoning_content"]
+    return out
+
+
+def to_chat_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Anthropic-form system blocks and history -> chat messages.
+
+    System text blocks -> one `system` message. A user message -> one `tool` message per tool_result (first, in
+    order; `is_error` results start with "Error: "), then one `user` message with its text (and images). An
+    assistant message -> `content` (text, "" when none) + `tool_calls` + `reasoning_content` when stored.
+    `cache_control` is dropped with the block structure.
+    """
+    out: list[dict[str, Any]] = []
+    system_text = "\n\n".join(str(b.get("text")) for b in system if b.get("type") == "text" and b.get("text"))
+    if system_text:
+        out.append({"role": "system", "content": system_text})
+    for message in messages:
+        blocks = _blocks(message.get("content"))
+        if message.get("role") == "assistant":
+            out.append(_assistant_message(message, blocks))
+        else:
+            out.extend(_user_messages(blocks))
+    return out
+
+
+def to_chat_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Anthropic tool definitions -> chat-completions `tools` (`cache_control` dropped)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": t.get("input_schema") or {"type": "object", "properties": {}},
+            },
+        }
+        for t in tools
+    ]
+
+
+def chat_body(
+    request: ModelRequest,
+    *,
+    model: str,
+    temperature: float | None = None,
+    seed: int | None = None,
+    max_tokens_key: str = "max_tokens",
+) -> dict[str, Any]:
+    """The streamed chat-completions body of `request` (without `stream`; `stream_options.include_usage` set)."""
+    body: dict[str, Any] = {"model": model, "messages": to_chat_messages(request.system, request.messages)}
+    if request.tools:
+        body["tools"] = to_chat_tools(request.tools)
+    body[max_tokens_key] = request.max_tokens
+    if temperature is not None:
+        body["temperature"] = temperature
+    if seed is not None:
+        body["seed"] = seed
+    body["stream_options"] = {"include_usage": True}
+    return body
+
+
+# ---------------------------------------------------------------- reply translation
+
+
+def tool_calls_from_text(text: str, tool_names: Collection[str]) -> list[tuple[str, dict[str, Any]]] | None:
+    """The tool calls a `tool_calls_as_text` server wrote as content, or None when `text` is not exactly that.
+
+    Accepts one fenced ```json block or bare JSON: an object `{"name", "arguments"|"parameters"|"input"}` or a
+    list of them (arguments may be a JSON string). Every name must be in `tool_names`, else None (stays text).
+    """
+    s = text.strip()
+    fence = _FENCE.match(s)
+    if fence:
+        s = fence.group("body").strip()
+    if not s.startswith(("{", "[")):
+        return None
+    try:
+        data = json.loads(s)
+    except ValueError:
+        return None
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for item in data if isinstance(data, list) else [data]:
+        if not isinstance(item, dict) or item.get("name") not in tool_names:
+            return None
+        args: Any = next((item[k] for k in ("arguments", "parameters", "input") if k in item), {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                return None
+        if not isinstance(args, dict):
+            return None
+        calls.append((str(item["name"]), args))
+    return calls or None
+
+
+def _maybe_call(text: str) -> bool:
+    """Whether text seen so far could still be a whole-content tool call (then hold it back)."""
+    s = text.lstrip()
+    if not s:
+        return True
+    if s.startswith(("{", "[")):
+        return True
+    if s.startswith("```"):
+        first, newline, _ = s.partition("\n")
+        return not newline or first.strip() in ("```", "```json", "```JSON")
+    return False
+
+
+class ChatAccumulator:
+    """Folds chat-completions stream chunks (dicts) into one Anthropic-form `ModelResponse`.
+
+    `feed(chunk)` returns the `text_delta` events to show; `finish()` builds the response and its `block_done`
+    events. `tool_names` are the offered tools (for the lenient fallback); `next_text_call_id` numbers
+    `call_text_<n>` ids.
+    """
+
+    def __init__(
+        self, tool_names: Collection[str] = (), next_text_call_id: Iterator[int] | None = None
+    ) -> None:
+        self.id = ""
+        self.model = ""
+        self.finish_reason: str | None = None
+        self.usage: Usage = usage_from_openai(None)
+        self.reasoning: list[str] | None = None
+        self._text: list[str] = []
+        self._shown = 0  # characters of text already emitted
+        self._holding = bool(tool_names)
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._tool_names = tool_names
+        self._next_text_call_id = next_text_call_id or itertools.count(1)
+
+    def feed(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
+        self.id = self.id or str(chunk.get("id") or "")
+        self.model = self.model or str(chunk.get("model") or "")
+        if isinstance(chunk.get("usage"), Mapping):
+            self.usage = usage_from_openai(chunk["usage"])
+        out: list[StreamEvent] = []
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("reasoning_content"), str):
+                self.reasoning = [*(self.reasoning or []), delta["reasoning_content"]]
+            if delta.get("content"):
+                self._text.append(str(delta["content"]))
+                out += self._show()
+            for call in delta.get("tool_calls") or []:
+                self._tool_call_delta(call)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+        return out
+
+    def _show(self, final: bool = False) -> list[StreamEvent]:
+        text = "".join(self._text)
+        if self._holding and not final and _maybe_call(text):
+            return []
+        self._holding = False
+        new, self._shown = text[self._shown :], len(text)
+        return [StreamEvent("text_delta", text=new)] if new else []
+
+    def _tool_call_delta(self, call: Mapping[str, Any]) -> None:
+        index = call.get("index")
+        if not isinstance(index, int):
+            known = [i for i, c in self._calls.items() if c["id"] == call.get("id")]
+            index = (
+                known[0]
+                if known
+                else (len(self._calls) if call.get("id") or not self._calls else max(self._calls))
+            )
+        state = self._calls.setdefault(index, {"id": "", "name": "", "args": []})
+        function = call.get("function") or {}
+        if call.get("id"):
+            state["id"] = str(call["id"])
+        if function.get("name"):
+            state["name"] = str(function["name"])
+        if function.get("arguments"):
+            state["args"].append(str(function["arguments"]))
+
+    def finish(self) -> tuple[ModelResponse, list[StreamEvent]]:
+        """The response and the events still to show: held-back text, then one `block_done` per block."""
+        text = "".join(self._text)
+        stop_reason = FINISH_REASONS.get(self.finish_reason or "", self.finish_reason or "end_turn")
+        blocks: list[dict[str, Any]] = []
+        truncated: list[str] = []
+        for n, (_, state) in enumerate(sorted(self._calls.items()), start=1):
+            call_id = state["id"] or f"call_gen_{n}"
+            source = "".join(state["args"])
+            try:
+                tool_input = json.loads(source) if source.strip() else {}
+            except ValueError:
+                if stop_reason == "max_tokens":
+                    truncated.append(call_id)
+                    continue
+                tool_input = {INVALID_JSON_KEY: source}
+            blocks.append({"type": "tool_use", "id": call_id, "name": state["name"], "input": tool_input})
+        events: list[StreamEvent] = []
+        from_text = None if self._calls else tool_calls_from_text(text, self._tool_names)
+        if from_text:
+            blocks = [
+                {
+                    "type": "tool_use",
+                    "id": f"call_text_{next(self._next_text_call_id)}",
+                    "name": name,
+                    "input": args,
+                }
+                for name, args in from_text
+            ]
+            text = ""
+        else:
+            events += self._show(final=True)
+        if text.strip():
+            blocks.insert(0, {"type": "text", "text": text})
+        if any(b["type"] == "tool_use" for b in blocks) and stop_reason == "end_turn":
+            stop_reason = "tool_use"
+        events += [StreamEvent("block_done", block=b) for b in blocks]
+        extra = {"reasoning_content": "".join(self.reasoning)} if self.reasoning is not None else {}
+        response = ModelResponse(
+            id=self.id,
+            content=blocks,
+            stop_reason=stop_reason,
+            usage=self.usage,
+            model=self.model,
+            truncated_tool_use_ids=truncated,
+            extra=extra,
+        )
+        return response, events
+
+
+# ---------------------------------------------------------------- the provider
+
+
+def is_official_openai(base_url: str | None) -> bool:
+    """True when `base_url` is None (the SDK default) or on api.openai.com."""
+    return base_url is None or (urlparse(base_url).hostname or "").endswith("api.openai.com")
+
+
+class OpenAICompatProvider:
+    """Streams chat-completions replies with the official `openai` SDK (its retries off).
+
+    `model`: model id; `api_key`: the key ("not-needed" for local servers); `base_url`: the server's `/v1` URL or
+    None for api.openai.com; `temperature` / `seed`: sent only when not None.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_url: str | None = None,
+        clock: Clock | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_s: float = 600.0,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.clock = clock or SystemClock()
+        self.temperature = temperature
+        self.seed = seed
+        self.api_key_env = api_key_env
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        self._client: Any = None
+        self._text_call_ids = itertools.count(1)
+        self._service = (
+            "OpenAI" if is_official_openai(base_url) else f"The OpenAI-compatible server at {base_url}"
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self._timeout_s
+            )
+        return self._client
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The chat-completions body this provider sends for `request` (without `stream`)."""
+        key = "max_completion_tokens" if is_official_openai(self.base_url) else "max_tokens"
+        return chat_body(
+            request, model=self.model, temperature=self.temperature, seed=self.seed, max_tokens_key=key
+        )
+
+    async def stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse:
+        """One attempt: stream the reply, calling `on_event` per text delta and finished block.
+
+        Raises `ProviderError` (retryable for 429, 5xx, a mid-stream error, a dropped connection or a stream that
+        ends without a `finish_reason`).
+        """
+        import openai
+
+        client = self._get_client()
+        acc = ChatAccumulator([t["name"] for t in request.tools], self._text_call_ids)
+        try:
+            chunks = await cast(Any, client.chat.completions).create(**self.body(request), stream=True)
+            async with chunks:
+                async for chunk in chunks:
+                    for out in acc.feed(chunk.to_dict()):
+                        on_event(out)
+        except asyncio.CancelledError:
+            raise
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except openai.APIConnectionError as exc:
+            raise self._connection_error(exc) from None
+        except openai.APIError as exc:
+            raise self._stream_error(exc) from None
+        except Exception as exc:
+            if not is_transport_error(exc):
+                raise
+            raise self._connection_error(exc) from None
+        if acc.finish_reason is None:
+            raise ProviderError(
+                f"{self._service}: the stream ended before a finish_reason (connection dropped)",
+                provider=self.name,
+                reason="unavailable",
+                retryable=True,
+            )
+        response, events = acc.finish()
+        for out in events:
+            on_event(out)
+        return response
+
+    def _status_error(self, exc: Any) -> ProviderError:
+        body = exc.body
+        message = (
+            body.get("message") if isinstance(body, Mapping) else body if isinstance(body, str) else None
+        )
+        err = provider_error_for_status(
+            provider=self.name,
+            service=self._service,
+            status=int(exc.status_code),
+            message=scrub(str(message or ""), self._api_key),
+            error_type=body.get("type") if isinstance(body, Mapping) else None,
+            headers=dict(exc.response.headers),
+            api_key_env=self.api_key_env,
+        )
+        log.debug("openai: HTTP %s %s", exc.status_code, err.reason)
+        return err
+
+    def _stream_error(self, exc: Any) -> ProviderError:
+        return provider_error_for_status(
+            provider=self.name,
+            service=self._service,
+            status=200,
+            message=scrub(str(exc.message), self._api_key),
+            error_type=exc.type if isinstance(exc.type, str) else None,
+        )
+
+    def _connection_error(self, exc: BaseException) -> ProviderError:
+        return connection_error(
+            provider=self.name, service=self._service, base_url=self.base_url, exc=exc, secret=self._api_key
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()

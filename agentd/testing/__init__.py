@@ -1,0 +1,1 @@
+"""Test doubles shipped with agentd (emulators). Imports no other agentd module."""

@@ -1,0 +1,1 @@
+"""Tools the model can call: base protocol, registry, workspace containment, fs, shell, todo."""

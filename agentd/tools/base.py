@@ -1,0 +1,220 @@
+"""The Tool protocol, tool results, and the `invalid_arguments` text (CONTRACTS.md §2, §5, §11).
+
+Owns: `Tool` (abstract base), `ToolContext`, `ToolOutput`, `PathRefused`, `format_validation_error`,
+`validate_input`. Imports only pydantic and agentd.core.clock-free basics; never a transport library.
+
+A tool's input is a pydantic model with `extra="forbid"`; invalid input never reaches `run()` (the loop
+validates first and answers the model with an `is_error` result naming each bad field).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+Effect = Literal["read", "write", "exec"]
+# ACP ToolKind values (PROTOCOL.md §7.3).
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+
+
+class StrictInput(BaseModel):
+    """Base of every tool input model: unknown keys are rejected (`extra="forbid"`)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class PathRefused(Exception):
+    """A path escapes the workspace or goes through a symbolic link (CONTRACTS.md §11 "Path refused")."""
+
+    def __init__(self, path: str, root: Path | str, why: str = "") -> None:
+        super().__init__(path)
+        self.path = path
+        self.root = str(root)
+        self.why = why
+
+    def text(self) -> str:
+        """The exact model-facing text of CONTRACTS.md §11."""
+        return (
+            f"Refused: {self.path} is outside the workspace ({self.root}) or reached through a symbolic link;"
+            " the call was not run."
+        )
+
+
+class DocumentOverlay(Protocol):
+    """Open editor buffers (LSP adapter, PROTOCOL.md §8). Optional; `None` in the CLI."""
+
+    def read_text(self, path: Path) -> str | None:
+        """The unsaved text of `path` if it is open in the editor, else None."""
+        ...
+
+
+@dataclass
+class ToolContext:
+    """What a tool may use while it runs. One per session; never a module-level object.
+
+    `root`: the workspace root (absolute, real path); `roots`: every allowed root, `root` first.
+    `read_max_bytes`, `output_max_bytes` in bytes; `run_timeout_s` in seconds (PROTOCOL.md §4.3 `tools.*`).
+    `env`: the child environment for `run_command` (provider API keys already removed by the factory).
+    `state`: session-owned objects a tool may need (e.g. `"todos"`: the TodoTracker).
+    """
+
+    root: Path
+    roots: list[Path] = field(default_factory=list)
+    read_max_bytes: int = 262144
+    output_max_bytes: int = 32768
+    run_timeout_s: float = 120.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    documents: DocumentOverlay | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.roots:
+            self.roots = [self.root]
+
+
+@dataclass
+class ToolOutput:
+    """The outcome of one tool call.
+
+    `content`: the text the model sees as the tool_result; `is_error`: the tool failed (the model's
+    problem, not the operator's). For the editor: `title`, `locations` (`[{"path", "line"?}]`, 1-based),
+    `diff` (`{"path", "oldText", "newText"}`) and `raw_output` (a short JSON-able summary).
+    """
+
+    content: str
+    is_error: bool = False
+    title: str = ""
+    locations: list[dict[str, Any]] = field(default_factory=list)
+    diff: dict[str, Any] | None = None
+    raw_output: dict[str, Any] | None = None
+
+
+@dataclass
+class Preview:
+    """What an approval request shows (CONTRACTS.md §5): the path and a unified diff for writes, the
+    command line and cwd for commands. `summary` is one line of text."""
+
+    summary: str
+    path: str | None = None
+    diff: str | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    command: str | None = None
+    cwd: str | None = None
+
+
+class Tool(abc.ABC):
+    """One tool. Subclasses set the class attributes and implement `run`.
+
+    `name`: exact tool name (permission rules match it, CONTRACTS.md §5); `effect`: read/write/exec;
+    `kind`: the ACP tool kind; `Input`: the strict pydantic input model whose `Field(description=...)`
+    texts the model reads; `description` / `terse_description`: model-facing texts.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    terse_description: ClassVar[str] = ""
+    effect: ClassVar[Effect]
+    kind: ClassVar[ToolKind] = "other"
+    Input: ClassVar[type[StrictInput]]
+
+    def definition(self, terse: bool = False) -> dict[str, Any]:
+        """The Messages API tool definition `{"name", "description", "input_schema"}`; deterministic bytes."""
+        desc = self.terse_description if terse and self.terse_description else self.description
+        return {"name": self.name, "description": desc, "input_schema": _schema(self.Input)}
+
+    def title(self, args: Any) -> str:
+        """A short human title for the editor (`Read src/app.py`)."""
+        return self.name
+
+    def validate(self, raw: Any, ctx: ToolContext) -> tuple[StrictInput | None, str | None]:
+        """Validate a tool_use `input` for this session without running anything: `(args, None)` or
+        `(None, "invalid_arguments: ...")`. The loop calls this, not `validate_input`, so a tool whose limits
+        live in session state can apply them (todo_write: the tracker's `todos.max_items`).
+        Default: `validate_input(self, raw)`."""
+        return validate_input(self, raw)
+
+    def check(self, args: Any, ctx: ToolContext) -> None:
+        """Check path containment before the permission gate; raise `PathRefused`. Default: nothing."""
+        return None
+
+    async def preview(self, args: Any, ctx: ToolContext) -> Preview:
+        """What an approval shows. Default: the tool name and its input as JSON."""
+        return Preview(summary=f"{self.name} {json.dumps(args.model_dump(), ensure_ascii=False)}")
+
+    @abc.abstractmethod
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        """Run with validated `args`. Raise `PathRefused` for a path refused at open time. Cancellation is
+        asyncio cancellation; a tool that starts processes must kill them on `CancelledError`."""
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+    return schema
+
+
+def _loc(loc: Sequence[int | str]) -> str:
+    return ".".join(str(p) for p in loc) if loc else "input"
+
+
+def _problem(err: Mapping[str, Any]) -> str:
+    etype = err.get("type", "")
+    ctx = err.get("ctx") or {}
+    if etype == "extra_forbidden":
+        return "unknown key"
+    if etype == "missing":
+        return "required"
+    if etype == "literal_error":
+        expected = str(ctx.get("expected", ""))
+        options = [o.strip().strip("'\"") for o in expected.replace(" or ", ", ").split(",") if o.strip()]
+        return "must be one of " + ", ".join(options)
+    if etype in ("string_type", "string_sub_type"):
+        return "must be a string"
+    if etype in ("int_type", "int_parsing", "int_from_float"):
+        return "must be an integer"
+    if etype in ("bool_type", "bool_parsing"):
+        return "must be true or false"
+    if etype in ("list_type",):
+        return "must be a list"
+    if etype in ("dict_type", "model_type", "model_attributes_type"):
+        return "must be an object"
+    if etype == "too_long":
+        return f"at most {ctx.get('max_length')} items"
+    if etype == "too_short":
+        return f"at least {ctx.get('min_length')} items"
+    if etype == "string_too_short":
+        return "must not be empty"
+    if etype == "greater_than_equal":
+        return f"must be >= {ctx.get('ge')}"
+    if etype == "greater_than":
+        return f"must be > {ctx.get('gt')}"
+    if etype == "value_error":
+        return str(ctx.get("error", err.get("msg", "invalid value")))
+    return str(err.get("msg", "invalid value")).lower()
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """`invalid_arguments: <loc>: <problem>; <loc>: <problem>` (CONTRACTS.md §11), one part per field.
+
+    `<loc>` is dotted (`todos.1.status`); an input that is not an object gives `input: must be an object`.
+    """
+    parts = [f"{_loc(e['loc'])}: {_problem(e)}" for e in exc.errors(include_url=False)]
+    return "invalid_arguments: " + "; ".join(parts)
+
+
+def validate_input(tool: Tool, raw: Any) -> tuple[StrictInput | None, str | None]:
+    """Validate a tool_use `input` against `tool.Input`. Returns `(args, None)` or `(None, error_text)`."""
+    try:
+        return tool.Input.model_validate(raw), None
+    except ValidationError as exc:
+        return None, format_validation_error(exc)

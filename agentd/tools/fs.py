@@ -1,0 +1,512 @@
+"""The file tools: `read_file`, `list_dir`, `write_file`, `edit_file` (PROTOCOL.md §7.3, §8.1).
+
+Owns: the four `Tool` classes, their strict input models and model-facing texts, the read window
+(line numbers, size cap, truncation marker of CONTRACTS.md §11), the unified diff of previews.
+Every open goes through `agentd.tools.paths` (containment, CONTRACTS.md §11 "Path refused"); a refusal
+is raised as `PathRefused` and its `.text()` is the model's tool_result. Other failures (missing file,
+binary file, edit not found) are `is_error` results. Writes go to disk atomically (`paths.atomic_write`);
+the "before" side of a diff and `read_file` use the unsaved editor buffer when `ctx.documents` has one.
+Imports only the standard library, pydantic, pathspec and `agentd.tools`; never pygls, lsprotocol, acp or
+`agentd.adapters`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import errno
+import io
+import os
+import stat
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pathspec
+from pydantic import Field
+
+from agentd.tools.base import Preview, StrictInput, Tool, ToolContext, ToolOutput
+from agentd.tools.paths import (
+    atomic_write,
+    containing_root,
+    display_path,
+    open_dir,
+    open_for_read,
+    resolve_in_workspace,
+)
+
+BINARY_SNIFF_BYTES = 8192
+LIST_MAX_ENTRIES = 1000
+GITIGNORE_MAX_BYTES = 1 << 20
+
+
+def truncation_marker(omitted: int, total: int) -> str:
+    """CONTRACTS.md §11: `\\n[... <omitted> of <total> bytes omitted ...]\\n` (counts in bytes)."""
+    return f"\n[... {omitted} of {total} bytes omitted ...]\n"
+
+
+def unified_diff(rel: str, old: str | None, new: str) -> str:
+    """A git-style unified diff of `old` (None: a new file) -> `new` for `rel`, with `\\ No newline` marks."""
+    lines = difflib.unified_diff(
+        _split_lines(old or ""), _split_lines(new), "/dev/null" if old is None else f"a/{rel}", f"b/{rel}"
+    )
+    return "".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines)
+
+
+def _split_lines(text: str) -> list[str]:
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _os_error(raw: str, exc: OSError) -> ToolOutput:
+    if isinstance(exc, FileNotFoundError):
+        text = f"{raw} does not exist."
+    elif isinstance(exc, IsADirectoryError):
+        text = f"{raw} is a directory; use list_dir to see its entries."
+    elif exc.errno == errno.EINVAL:
+        text = f"{raw} is not a regular file."
+    else:
+        text = f"{raw}: {exc.strerror or exc}"
+    return ToolOutput(content=text, is_error=True)
+
+
+def _buffer(ctx: ToolContext, real: Path) -> str | None:
+    return ctx.documents.read_text(real) if ctx.documents is not None else None
+
+
+class _NotText(Exception):
+    """The file has a NUL byte in its first 8 KiB or is not valid UTF-8."""
+
+
+def _not_text(raw: str, tool: str) -> ToolOutput:
+    return ToolOutput(content=f"{raw} is a binary file; {tool} works on UTF-8 text only.", is_error=True)
+
+
+def _load_text(raw: str, ctx: ToolContext) -> tuple[Path, str | None]:
+    """(real path, current text or None if the file does not exist) for a write; the buffer wins."""
+    real = resolve_in_workspace(raw, ctx.roots, for_write=True)
+    buf = _buffer(ctx, real)
+    if buf is not None:
+        return real, buf
+    try:
+        with open_for_read(raw, ctx.roots) as f:
+            data = f.read()
+    except FileNotFoundError:
+        return real, None
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        raise _NotText
+    try:
+        return real, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _NotText from None
+
+
+# --- read_file -------------------------------------------------------------------------------------
+
+
+class ReadFileInput(StrictInput):
+    path: str = Field(description="File to read: relative to the workspace root, or absolute inside it.")
+    offset: int | None = Field(
+        None, ge=1, description="1-based line number to start at. Default: 1 (the start of the file)."
+    )
+    limit: int | None = Field(None, ge=1, description="Maximum number of lines to return. Default: all.")
+
+
+def _window(f: BinaryIO, size: int, offset: int, limit: int | None, cap: int) -> tuple[bytes, int, int]:
+    """Scan `f` for lines [offset, offset+limit). Returns (first cap+1 selected bytes, selected bytes in all,
+    lines in the file when the scan reached its end, else -1). Memory stays O(cap)."""
+    first, idx, pos, begin, total = offset - 1, 0, 0, -1, 0
+    kept = bytearray()
+    piece = b""
+    while limit is None or idx < first + limit:
+        if idx >= first and begin < 0:
+            begin = pos
+        if limit is None and begin >= 0 and len(kept) > cap:
+            return bytes(kept), size - begin, -1
+        piece = f.readline(65536)
+        if not piece:
+            return bytes(kept), total, idx
+        pos += len(piece)
+        if idx >= first:
+            total += len(piece)
+            if len(kept) <= cap:
+                kept += piece[: cap + 1 - len(kept)]
+        if piece.endswith(b"\n"):
+            idx += 1
+    return bytes(kept), total, -1
+
+
+def _cut(kept: bytes, cap: int) -> bytes:
+    """The first `cap` bytes, then back to the last whole line (or a UTF-8 boundary if there is none)."""
+    body = kept[:cap]
+    nl = body.rfind(b"\n")
+    if nl >= 0:
+        return body[: nl + 1]
+    end = len(body)
+    while end > 0 and (body[end - 1] & 0xC0) == 0x80:
+        end -= 1
+    if end > 0 and body[end - 1] >= 0xC0:
+        end -= 1
+    return body[:end] if end else body
+
+
+class ReadFile(Tool):
+    """`read_file`: numbered lines of a text file, windowed by `offset`/`limit`, capped at
+    `ctx.read_max_bytes` of file bytes (the truncation marker follows the last line)."""
+
+    name = "read_file"
+    description = (
+        "Read a UTF-8 text file in the workspace. Each line is returned as its 1-based line number"
+        " right-aligned in 6 columns, a tab, then the line text (like `cat -n`). Use offset and limit to"
+        " read part of a long file. Output longer than the size limit ends with"
+        " `[... N of M bytes omitted ...]`; read on with a larger offset. Binary files are refused."
+        " If the file is open in the editor, its unsaved text is returned."
+    )
+    terse_description = "Read a text file; lines come numbered. Optional offset (1-based) and limit."
+    effect = "read"
+    kind = "read"
+    Input = ReadFileInput
+
+    def title(self, args: Any) -> str:
+        return f"Read {args.path}"
+
+    def check(self, args: Any, ctx: ToolContext) -> None:
+        resolve_in_workspace(args.path, ctx.roots, for_write=False)
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        real = resolve_in_workspace(args.path, ctx.roots, for_write=False)
+        offset, cap = args.offset or 1, ctx.read_max_bytes
+        buf = _buffer(ctx, real)
+        try:
+            if buf is not None:
+                data = buf.encode("utf-8", "surrogatepass")
+                source, sniff, window = (
+                    "buffer",
+                    data,
+                    _window(io.BytesIO(data), len(data), offset, args.limit, cap),
+                )
+            else:
+                source = "disk"
+                with open_for_read(args.path, ctx.roots) as f:
+                    sniff = f.read(BINARY_SNIFF_BYTES)
+                    f.seek(0)
+                    window = _window(f, os.fstat(f.fileno()).st_size, offset, args.limit, cap)
+        except OSError as exc:
+            return _os_error(args.path, exc)
+        kept, total, file_lines = window
+        body = _cut(kept, cap) if total > cap else kept
+        try:
+            if b"\0" in sniff[:BINARY_SNIFF_BYTES]:
+                raise UnicodeDecodeError("utf-8", b"", 0, 1, "NUL byte")
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return _not_text(args.path, "read_file")
+        if total == 0 and offset > 1:
+            msg = f"offset {offset} is past the end of {args.path} ({file_lines} lines)."
+            return ToolOutput(content=msg, is_error=True)
+        lines = text.split("\n")
+        if text.endswith("\n") or not text:
+            lines.pop()
+        numbered = "\n".join(f"{offset + i:>6}\t{line}" for i, line in enumerate(lines))
+        content = numbered if total else "(empty file)"
+        if total > cap:
+            content += truncation_marker(total - len(body), total)
+        return ToolOutput(
+            content=content,
+            title=f"Read {display_path(real, ctx.roots)}",
+            locations=[{"path": str(real), "line": offset}],
+            raw_output={"lines": len(lines), "bytes": len(body), "source": source},
+        )
+
+
+# --- list_dir --------------------------------------------------------------------------------------
+
+
+class ListDirInput(StrictInput):
+    path: str = Field(
+        ".", description="Directory to list, relative to the workspace root. Default: the root."
+    )
+    depth: int = Field(
+        1, ge=1, le=10, description="How many levels to list: 1 = its entries only (default), up to 10."
+    )
+
+
+_Specs = list[tuple[str, pathspec.GitIgnoreSpec]]
+
+
+def _gitignore(dfd: int) -> pathspec.GitIgnoreSpec | None:
+    try:
+        fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(GITIGNORE_MAX_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
+
+
+def _ignored(specs: _Specs, rel: str, is_dir: bool) -> bool:
+    """Git semantics, deepest `.gitignore` first: the first one with a matching pattern decides."""
+    for base, spec in reversed(specs):
+        sub = rel[len(base) + 1 :] if base else rel
+        result = spec.check_file(sub + "/" if is_dir else sub)
+        if result.include is not None:
+            return bool(result.include)
+    return False
+
+
+def _walk(dfd: int, here: str, prefix: str, depth: int, specs: _Specs, out: list[str]) -> bool:
+    """Append entries of `dfd` (at `here`, relative to the real root) to `out`; True when the cap is hit."""
+    spec = _gitignore(dfd)
+    specs = [*specs, (here, spec)] if spec is not None else specs
+    with os.scandir(dfd) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        is_dir = entry.is_dir(follow_symlinks=False)
+        rel = f"{here}/{entry.name}" if here else entry.name
+        if entry.name == ".git" or _ignored(specs, rel, is_dir):
+            continue
+        if len(out) >= LIST_MAX_ENTRIES:
+            return True
+        out.append(prefix + entry.name + ("/" if is_dir else "@" if entry.is_symlink() else ""))
+        if is_dir and depth > 1:
+            try:
+                sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
+            except OSError:
+                continue
+            try:
+                if _walk(sub, rel, f"{prefix}{entry.name}/", depth - 1, specs, out):
+                    return True
+            finally:
+                os.close(sub)
+    return False
+
+
+class ListDir(Tool):
+    """`list_dir`: a sorted listing that skips `.git` and what `.gitignore` files ignore."""
+
+    name = "list_dir"
+    description = (
+        "List a directory in the workspace, sorted by name, one entry per line, as paths relative to the"
+        " listed directory. Directories end with `/`, symbolic links with `@` (not followed). Entries"
+        " ignored by .gitignore files and the .git directory are left out. depth > 1 also lists"
+        f" subdirectories; at most {LIST_MAX_ENTRIES} entries are shown."
+    )
+    terse_description = "List a directory (dirs end with /); skips .gitignore'd entries. Optional depth."
+    effect = "read"
+    kind = "read"
+    Input = ListDirInput
+
+    def title(self, args: Any) -> str:
+        return f"List {args.path.rstrip('/') or '/'}/"
+
+    def check(self, args: Any, ctx: ToolContext) -> None:
+        resolve_in_workspace(args.path, ctx.roots, for_write=False)
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        real = resolve_in_workspace(args.path, ctx.roots, for_write=False)
+        root = containing_root(real, ctx.roots) or str(real)
+        here = "" if str(real) == root else os.path.relpath(real, root).replace(os.sep, "/")
+        out: list[str] = []
+        try:
+            specs = self._ancestor_specs(root, here, ctx)
+            fd = open_dir(args.path, ctx.roots)
+        except OSError as exc:
+            return _os_error(args.path, exc)
+        try:
+            truncated = _walk(fd, here, "", args.depth, specs, out)
+        finally:
+            os.close(fd)
+        content = "\n".join(out) if out else "(empty directory)"
+        if truncated:
+            content += f"\n[... listing stopped at {LIST_MAX_ENTRIES} entries; list a subdirectory ...]"
+        rel = display_path(real, ctx.roots)
+        return ToolOutput(
+            content=content,
+            title=f"List {rel}/",
+            locations=[{"path": str(real)}],
+            raw_output={"entries": len(out), "truncated": truncated},
+        )
+
+    @staticmethod
+    def _ancestor_specs(root: str, here: str, ctx: ToolContext) -> _Specs:
+        """`.gitignore` specs of the real root and each directory between it and the listed one."""
+        parts = here.split("/") if here else []
+        specs: _Specs = []
+        for i in range(len(parts)):
+            base = "/".join(parts[:i])
+            fd = open_dir(os.path.join(root, *parts[:i]), ctx.roots)
+            try:
+                spec = _gitignore(fd)
+            finally:
+                os.close(fd)
+            if spec is not None:
+                specs.append((base, spec))
+        return specs
+
+
+# --- write_file and edit_file ----------------------------------------------------------------------
+
+
+class WriteFileInput(StrictInput):
+    path: str = Field(description="File to create or replace, relative to the workspace root.")
+    content: str = Field(description="The complete new content of the file (UTF-8 text).")
+
+
+def _write(raw: str, real: Path, old: str | None, new: str, ctx: ToolContext, line: int) -> ToolOutput:
+    """Write `new` atomically; the result carries the diff of PROTOCOL.md §7.3 (content set by the caller)."""
+    try:
+        data = new.encode("utf-8")
+        atomic_write(raw, data, ctx.roots)
+    except UnicodeEncodeError:
+        return ToolOutput(
+            content=f"The new text for {raw} is not valid Unicode; nothing was written.", is_error=True
+        )
+    except OSError as exc:
+        return _os_error(raw, exc)
+    return ToolOutput(
+        content="",
+        locations=[{"path": str(real), "line": line}],
+        diff={"path": str(real), "oldText": old, "newText": new},
+        raw_output={"bytes": len(data), "appliedVia": "disk"},
+    )
+
+
+class WriteFile(Tool):
+    """`write_file`: create or replace a whole file; parent directories are created inside the workspace."""
+
+    name = "write_file"
+    description = (
+        "Create a file or replace its whole content. Parent directories are created as needed. The file"
+        " keeps its permissions. To change part of an existing file, prefer edit_file."
+    )
+    terse_description = "Create or overwrite a file with the given content."
+    effect = "write"
+    kind = "edit"
+    Input = WriteFileInput
+
+    def title(self, args: Any) -> str:
+        return f"Write {args.path}"
+
+    def check(self, args: Any, ctx: ToolContext) -> None:
+        resolve_in_workspace(args.path, ctx.roots, for_write=True)
+
+    async def preview(self, args: Any, ctx: ToolContext) -> Preview:
+        real = resolve_in_workspace(args.path, ctx.roots, for_write=True)
+        rel = display_path(real, ctx.roots)
+        try:
+            _, old = _load_text(args.path, ctx)
+        except (OSError, _NotText):
+            return Preview(summary=f"Write {rel} (replaces a file that is not text)", path=str(real))
+        return Preview(
+            summary=f"Write {rel}" + (" (new file)" if old is None else ""),
+            path=str(real),
+            diff=unified_diff(rel, old, args.content),
+            old_text=old,
+            new_text=args.content,
+        )
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        try:
+            real, old = _load_text(args.path, ctx)
+            existed = old is not None
+        except _NotText:
+            real, old, existed = resolve_in_workspace(args.path, ctx.roots, for_write=True), None, True
+        except OSError as exc:
+            return _os_error(args.path, exc)
+        out = _write(args.path, real, old, args.content, ctx, 1)
+        if not out.is_error and out.raw_output is not None:
+            n = out.raw_output["bytes"]
+            out.content = (
+                f"Wrote {n} bytes to {args.path}." if existed else f"Created {args.path} ({n} bytes)."
+            )
+        out.title = f"Write {display_path(real, ctx.roots)}"
+        return out
+
+
+class EditFileInput(StrictInput):
+    path: str = Field(description="File to edit, relative to the workspace root.")
+    old_string: str = Field(
+        min_length=1,
+        description="Exact text to replace, including whitespace and indentation. It must occur exactly"
+        " once in the file unless replace_all is true; add surrounding lines to make it unique.",
+    )
+    new_string: str = Field(description="The text to put in its place (must differ from old_string).")
+    replace_all: bool = Field(False, description="Replace every occurrence of old_string. Default: false.")
+
+
+def plan_edit(raw: str, old: str | None, args: EditFileInput) -> tuple[str, int, int] | str:
+    """(new text, occurrences replaced, 1-based first changed line), or the model-facing error text."""
+    if args.old_string == args.new_string:
+        return "old_string and new_string are identical; nothing would change."
+    if old is None:
+        return f"{raw} does not exist; use write_file to create it."
+    count = old.count(args.old_string)
+    if count == 0:
+        return (
+            f"old_string was not found in {raw}; read the file again and copy the exact text,"
+            " including whitespace and indentation."
+        )
+    if count > 1 and not args.replace_all:
+        return (
+            f"old_string occurs {count} times in {raw}; add surrounding context to make it unique,"
+            " or set replace_all to true."
+        )
+    new = old.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
+    line = old[: old.index(args.old_string)].count("\n") + 1
+    return new, (count if args.replace_all else 1), line
+
+
+class EditFile(Tool):
+    """`edit_file`: exact string replacement in a text file."""
+
+    name = "edit_file"
+    description = (
+        "Replace exact text in a file: old_string must match the file byte for byte (read the file"
+        " first) and occur exactly once, unless replace_all is true. Use write_file to create files."
+    )
+    terse_description = (
+        "Replace old_string with new_string in a file (exact match, unique unless replace_all)."
+    )
+    effect = "write"
+    kind = "edit"
+    Input = EditFileInput
+
+    def title(self, args: Any) -> str:
+        return f"Edit {args.path}"
+
+    def check(self, args: Any, ctx: ToolContext) -> None:
+        resolve_in_workspace(args.path, ctx.roots, for_write=True)
+
+    async def preview(self, args: Any, ctx: ToolContext) -> Preview:
+        real = resolve_in_workspace(args.path, ctx.roots, for_write=True)
+        rel = display_path(real, ctx.roots)
+        try:
+            _, old = _load_text(args.path, ctx)
+        except (OSError, _NotText):
+            return Preview(summary=f"Edit {rel} (not a readable text file)", path=str(real))
+        plan = plan_edit(args.path, old, args)
+        if isinstance(plan, str):
+            return Preview(summary=f"Edit {rel} ({plan})", path=str(real))
+        return Preview(
+            summary=f"Edit {rel}",
+            path=str(real),
+            diff=unified_diff(rel, old, plan[0]),
+            old_text=old,
+            new_text=plan[0],
+        )
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        try:
+            real, old = _load_text(args.path, ctx)
+        except _NotText:
+            return _not_text(args.path, "edit_file")
+        except OSError as exc:
+            return _os_error(args.path, exc)
+        plan = plan_edit(args.path, old, args)
+        if isinstance(plan, str):
+            return ToolOutput(content=plan, is_error=True)
+        new, count, line = plan
+        out = _write(args.path, real, old, new, ctx, line)
+        if not out.is_error:
+            out.content = f"Edited {args.path}: replaced {count} occurrence{'s' if count != 1 else ''}."
+            out.raw_output = {"appliedVia": "disk", "replacements": count}
+        out.title = f"Edit {display_path(real, ctx.roots)}"
+        return out

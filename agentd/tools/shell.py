@@ -1,0 +1,253 @@
+"""`run_command`: a shell command in the workspace (CONTRACTS.md §5, TESTING.md §4.5 and §4.6).
+
+Owns: `RunCommand`, its input model and texts, the head+tail output capture, and process-group cleanup.
+The command runs as `bash -c` (`/bin/sh -c` without bash) in its own session and process group, with the
+workspace root as cwd, stdin from /dev/null, stdout and stderr merged, and `ctx.env` minus provider keys.
+On timeout, on asyncio cancellation, and for background jobs left when the shell exits, the whole group
+gets SIGTERM, then SIGKILL 0.5 s later. Path rules cannot see inside a command (B10): containment is the
+permission gate's "ask", not this module's. Imports only the standard library, pydantic and
+`agentd.tools.base`; never pygls, lsprotocol, acp or `agentd.adapters`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+
+from agentd.tools.base import Preview, StrictInput, Tool, ToolContext, ToolOutput
+
+SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
+KILL_GRACE_S = 0.5
+_POLL_S = 0.02
+_DRAIN_S = 2.0
+_CHUNK = 65536
+
+
+def shell_path() -> str:
+    """`/bin/bash` when present, else `/bin/sh`."""
+    return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+
+def child_env(env: Mapping[str, str], state: Mapping[str, Any]) -> dict[str, str]:
+    """`env` without the provider keys of CONTRACTS.md §10 and the variable `state["api_key_env"]` names."""
+    drop = set(SECRET_ENV)
+    named = state.get("api_key_env")
+    if isinstance(named, str) and named:
+        drop.add(named)
+    return {k: v for k, v in env.items() if k not in drop}
+
+
+class OutputCapture:
+    """Keeps the first `limit` bytes and the last `limit - limit // 2` bytes after them; counts all bytes.
+
+    `render()` is the whole output when it fits in `limit` bytes, else head (`limit // 2` bytes) + the
+    truncation marker of CONTRACTS.md §11 + tail, both cut back to UTF-8 boundaries. Memory is O(limit).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            keep = self.limit - self.limit // 2
+            self.tail += chunk
+            del self.tail[: max(0, len(self.tail) - keep)]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.limit
+
+    def render(self) -> str:
+        if not self.truncated:
+            return self.head.decode("utf-8", "replace")
+        half = self.limit // 2
+        head = _head_boundary(bytes(self.head[:half]))
+        tail = _tail_boundary((bytes(self.head[half:]) + bytes(self.tail))[-(self.limit - half) :])
+        omitted = self.total - len(head) - len(tail)
+        marker = f"\n[... {omitted} of {self.total} bytes omitted ...]\n"
+        return head.decode("utf-8", "replace") + marker + tail.decode("utf-8", "replace")
+
+
+def _head_boundary(data: bytes) -> bytes:
+    """Drop a UTF-8 sequence cut at the end."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:
+            need = 2 if byte >= 0xC0 else 1
+            need = 3 if byte >= 0xE0 else need
+            need = 4 if byte >= 0xF0 else need
+            return data[:-back] if need > back else data
+    return data
+
+
+def _tail_boundary(data: bytes) -> bytes:
+    """Drop continuation bytes at the start (the rest of a sequence cut off)."""
+    start = 0
+    while start < min(3, len(data)) and data[start] & 0xC0 == 0x80:
+        start += 1
+    return data[start:]
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to the group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the process group `pgid`, then SIGKILL it after `grace_s` seconds if any member is left.
+
+    The SIGKILL is sent even if this coroutine is cancelled during the grace period.
+    """
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    alive = True
+    try:
+        deadline = time.monotonic() + grace_s
+        while alive and time.monotonic() < deadline:
+            await asyncio.sleep(_POLL_S)
+            alive = _signal_group(pgid, 0)
+    finally:
+        if alive:
+            _signal_group(pgid, signal.SIGKILL)
+
+
+async def _pump(stream: asyncio.StreamReader, capture: OutputCapture) -> None:
+    while chunk := await stream.read(_CHUNK):
+        capture.feed(chunk)
+
+
+class RunCommandInput(StrictInput):
+    command: str = Field(
+        min_length=1, description="Shell command line, run by bash -c in the workspace root directory."
+    )
+    timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds before the command is killed. Default and maximum: the configured limit.",
+    )
+
+
+class RunCommand(Tool):
+    """`run_command`: one shell command; output head+tail within `ctx.output_max_bytes`, then an exit line."""
+
+    name = "run_command"
+    description = (
+        "Run a shell command (bash -c) in the workspace root. stdin is empty; stdout and stderr are"
+        " merged. The result is the output, then a last line `[exit code N]` or"
+        " `[timed out after N s; process group killed]`. Long output keeps its beginning and end with"
+        " `[... N of M bytes omitted ...]` between them. Commands that wait for input or run forever"
+        " are killed at the timeout, together with any background processes they started."
+    )
+    terse_description = "Run a shell command in the workspace root; returns output and exit code."
+    effect = "exec"
+    kind = "execute"
+    Input = RunCommandInput
+
+    def title(self, args: Any) -> str:
+        return f"Run `{args.command}`"
+
+    async def preview(self, args: Any, ctx: ToolContext) -> Preview:
+        return Preview(summary=f"Run `{args.command}` in {ctx.root}", command=args.command, cwd=str(ctx.root))
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        """Raises CancelledError after killing the group when cancelled; never leaves a process behind
+        in the group."""
+        timeout = min(args.timeout_s or ctx.run_timeout_s, ctx.run_timeout_s)
+        capture = OutputCapture(ctx.output_max_bytes)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                shell_path(),
+                "-c",
+                args.command,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=str(ctx.root),
+                env=child_env(ctx.env, ctx.state),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ToolOutput(
+                content=f"run_command could not start: {exc}", is_error=True, title=self.title(args)
+            )
+        assert proc.stdout is not None
+        reader = asyncio.create_task(_pump(proc.stdout, capture))
+        timed_out = False
+        try:
+            try:
+                await asyncio.wait_for(proc.wait(), timeout)
+            except TimeoutError:
+                timed_out = True
+            await kill_group(proc.pid)
+            await self._drain(reader)
+            await proc.wait()
+        except asyncio.CancelledError:
+            await self._cancelled(proc, reader)
+            raise
+        return self._result(args, capture, proc.returncode, timed_out, timeout)
+
+    @staticmethod
+    async def _drain(reader: asyncio.Task[None]) -> None:
+        """Read what is left in the pipe; give up after 2 s (a process that left the group holds it)."""
+        done, _ = await asyncio.wait({reader}, timeout=_DRAIN_S)
+        if not done:
+            reader.cancel()
+
+    @staticmethod
+    async def _cancelled(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> None:
+        reader.cancel()
+        try:
+            await kill_group(proc.pid)
+            await asyncio.wait_for(proc.wait(), _DRAIN_S)
+        except (TimeoutError, asyncio.CancelledError):
+            _signal_group(proc.pid, signal.SIGKILL)
+
+    def _result(
+        self, args: Any, capture: OutputCapture, code: int | None, timed_out: bool, timeout: float
+    ) -> ToolOutput:
+        out = capture.render()
+        if timed_out:
+            last = f"[timed out after {timeout:g} s; process group killed]"
+        elif code is not None and code < 0:
+            last = f"[killed by signal {_signal_name(-code)}]"
+        else:
+            last = f"[exit code {code}]"
+        sep = "\n" if out and not out.endswith("\n") else ""
+        return ToolOutput(
+            content=f"{out}{sep}{last}",
+            is_error=timed_out or code != 0,
+            title=self.title(args),
+            raw_output={
+                "exitCode": code,
+                "bytes": capture.total,
+                "timedOut": timed_out,
+                "truncated": capture.truncated,
+            },
+        )
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return str(num)

@@ -1,0 +1,129 @@
+"""Test-suite wiring (TESTING.md §1.1, §6).
+
+- The marker of a test comes from its directory (one directory per tier); a test file outside a tier
+  directory fails collection. Opt-in tiers are skipped unless their variable is `1`.
+- Before agentd is imported, HOME, XDG_* and AGENTD_DATA_DIR point at a session tmp dir; a session-end
+  guard fails the run if agentd's paths under the real HOME changed.
+- In-process sockets may connect to loopback only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+TIERS = {
+    "unit": "unit",
+    "integration": "integration",
+    "lsp": "protocol",
+    "acp": "acp",
+    "nvim": "nvim",
+    "vscode": "vscode",
+    "reliability": "reliability",
+    "real_model": "real_model",
+}
+OPT_IN = {"vscode": "AGENTD_E2E_VSCODE", "real_model": "AGENTD_E2E_LOCAL_MODEL"}
+_REAL_HOME = os.environ.get("HOME", "")
+_SESSION_TMP = Path(tempfile.mkdtemp(prefix="agentd-tests-"))
+
+
+def _isolate_environment() -> None:
+    home = _SESSION_TMP / "home"
+    for sub in ("", ".config", ".local/share", ".local/state", ".cache", "data"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    os.environ["HOME"] = str(home)
+    os.environ["XDG_CONFIG_HOME"] = str(home / ".config")
+    os.environ["XDG_DATA_HOME"] = str(home / ".local/share")
+    os.environ["XDG_STATE_HOME"] = str(home / ".local/state")
+    os.environ["XDG_CACHE_HOME"] = str(home / ".cache")
+    os.environ["AGENTD_DATA_DIR"] = str(home / "data")
+    os.environ["AGENTD_CONFIG_DIR"] = str(home / ".config" / "agentd")
+    for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE", "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_BASE_URL",
+                "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        os.environ.pop(var, None)
+    os.environ["HTTP_PROXY"] = os.environ["HTTPS_PROXY"] = os.environ["ALL_PROXY"] = "http://127.0.0.1:9"
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
+
+
+def _real_agentd_paths() -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    if not _REAL_HOME:
+        return out
+    for rel in (".local/share/agentd", ".config/agentd", ".local/state/agentd", ".cache/agentd"):
+        p = Path(_REAL_HOME) / rel
+        out[rel] = p.stat().st_mtime if p.exists() else None
+    return out
+
+
+_BEFORE = _real_agentd_paths()
+_isolate_environment()
+
+_orig_connect = socket.socket.connect
+
+
+def _guarded_connect(self: socket.socket, address: object) -> object:
+    if self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
+        host = str(address[0])
+        try:
+            ok = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            ok = host == "localhost"
+        if not ok:
+            raise OSError(f"test network guard: connection to {host} refused (only 127.0.0.1 is allowed)")
+    return _orig_connect(self, address)  # type: ignore[arg-type]
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+
+pytest_plugins = ["tests.emulator_fixtures"]
+
+
+def _tier_of(path: Path) -> str | None:
+    parts = path.resolve().relative_to(Path(__file__).resolve().parent).parts
+    if parts and parts[0] == "editors" and len(parts) > 1:
+        return TIERS.get(parts[1])
+    return TIERS.get(parts[0]) if parts else None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    if file_path.suffix == ".py" and file_path.name.startswith("test_") and _tier_of(file_path) is None:
+        raise pytest.UsageError(f"{file_path}: test files must live in a tier directory ({', '.join(TIERS)})")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = _tier_of(Path(str(item.fspath)))
+        if tier is None:
+            continue
+        item.add_marker(getattr(pytest.mark, tier))
+        var = OPT_IN.get(tier)
+        if var and os.environ.get(var) != "1":
+            item.add_marker(pytest.mark.skip(reason=f"opt-in tier: set {var}=1"))
+        if "slow" in Path(str(item.fspath)).parts and os.environ.get("AGENTD_RELIABILITY") != "1":
+            item.add_marker(pytest.mark.skip(reason="slow reliability: set AGENTD_RELIABILITY=1"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    after = _real_agentd_paths()
+    if after != _BEFORE:
+        session.exitstatus = 1
+        print(f"\nHOME GUARD: agentd paths under the real HOME changed: {_BEFORE} -> {after}")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "data"
+    d.mkdir(mode=0o700)
+    return d
