@@ -139,13 +139,13 @@ def _workspace(raw: str) -> Path:
 def _run(args: argparse.Namespace) -> int:
     from agentd.config import load_settings
 
+    if args.provider and args.provider not in ("anthropic", "openai", "scripted"):
+        raise ConfigError(f"unknown provider '{args.provider}'; use anthropic, openai or scripted")
     workspace = _workspace(args.workspace)
     settings = load_settings(
         workspace,
         cli={"provider": args.provider, "model": args.model, "base_url": args.base_url, "scenario": args.scenario},
     )
-    if args.provider and args.provider not in ("anthropic", "openai", "scripted"):
-        raise ConfigError(f"unknown provider '{args.provider}'; use anthropic, openai or scripted")
     return asyncio.run(_run_turn(args, workspace, settings, _data_dir(args)))
 
 

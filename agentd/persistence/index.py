@@ -1,6 +1,7 @@
 """Listing and deleting sessions (CONTRACTS.md §9, PROTOCOL.md §3.1 `sessions list|rm`, §6.3).
 
-Owns: `list_sessions`, `newest_session` (for `agentd run --continue`) and `delete_session`. Listing reads
+Owns: the meta.json shape (`META_FIELDS`, `initial_meta`, `read_meta`), `list_sessions`, `newest_session`
+(for `agentd run --continue`), `delete_session` and the SessionNotFound text. Listing reads
 only each session's `meta.json` plus its lock record (never a log, never taking a lock); there is no
 shared index file. Must not import pygls, lsprotocol, acp or agentd.adapters.
 """
@@ -11,14 +12,46 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentd.errors import SessionNotFound
 from agentd.persistence.lock import SessionLock, holder
 from agentd.persistence.paths import DataDir, as_data_dir, fsync_dir, is_valid_session_id
-from agentd.persistence.store import session_not_found
+from agentd.persistence.records import LOG_VERSION
 
 log = logging.getLogger(__name__)
+
+# The fields of meta.json, in file order (CONTRACTS.md §9).
+META_FIELDS = (
+    "id", "cwd", "title", "model", "provider", "createdAt", "updatedAt", "turns", "tokens", "logVersion",
+)  # fmt: skip
+
+
+def initial_meta(session_id: str, meta: Mapping[str, Any], at: str) -> dict[str, Any]:
+    """meta.json of a new session: cwd, title, model, provider from `meta`; created/updated `at`; zero totals."""
+    return {
+        "id": session_id,
+        "cwd": meta.get("cwd"),
+        "title": meta.get("title"),
+        "model": meta.get("model"),
+        "provider": meta.get("provider"),
+        "createdAt": at,
+        "updatedAt": at,
+        "turns": 0,
+        "tokens": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "logVersion": LOG_VERSION,
+    }
+
+
+def session_not_found(data_dir: DataDir, session_id: str) -> SessionNotFound:
+    """SessionNotFound for `session_id`; the message points to `agentd sessions list` (PROTOCOL.md §3.1)."""
+    return SessionNotFound(
+        f"Session {session_id} is not in the data dir ({data_dir.root}); "
+        "run agentd sessions list to see sessions, or start a new session.",
+        sessionId=session_id,
+    )
 
 
 def read_meta(data_dir: DataDir | str | os.PathLike[str], session_id: str) -> dict[str, Any] | None:

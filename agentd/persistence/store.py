@@ -23,7 +23,8 @@ from typing import Any
 
 import agentd
 from agentd import failpoints
-from agentd.errors import SessionNotFound, StorageError
+from agentd.errors import StorageError
+from agentd.persistence.index import META_FIELDS, initial_meta, read_meta, session_not_found
 from agentd.persistence.lock import SessionLock
 from agentd.persistence.paths import (
     DataDir,
@@ -39,9 +40,6 @@ from agentd.persistence.records import LOG_VERSION, LogScan, encode_record, form
 
 log = logging.getLogger(__name__)
 
-META_FIELDS = (
-    "id", "cwd", "title", "model", "provider", "createdAt", "updatedAt", "turns", "tokens", "logVersion",
-)  # fmt: skip
 _BLOB_REF = re.compile(r"[0-9a-f]{64}")
 _WRITE_FAILED = (
     "Cannot write the session log in the data dir (disk full?). Free space or set --data-dir; "
@@ -51,12 +49,11 @@ _WRITE_FAILED = (
 Clock = Callable[[], datetime]
 
 
-def session_not_found(data_dir: DataDir, session_id: str) -> SessionNotFound:
-    """SessionNotFound for `session_id`; the message points to `agentd sessions list` (PROTOCOL.md §3.1)."""
-    return SessionNotFound(
-        f"Session {session_id} is not in the data dir ({data_dir.root}); "
-        "run agentd sessions list to see sessions, or start a new session.",
+def _io_error(what: str, session_id: str, path: Path, exc: OSError, advice: str) -> StorageError:
+    return StorageError(
+        f"Cannot {what} of session {session_id} ({path}): {exc.strerror}. {advice}",
         sessionId=session_id,
+        path=str(path),
     )
 
 
@@ -73,12 +70,7 @@ def _read_log(data_dir: DataDir, session_id: str) -> tuple[Path, bytes]:
     except FileNotFoundError:
         raise session_not_found(data_dir, session_id) from None
     except OSError as exc:
-        raise StorageError(
-            f"Cannot read the log of session {session_id} ({path}): {exc.strerror}. "
-            "Check the data dir's permissions, or set --data-dir.",
-            sessionId=session_id,
-            path=str(path),
-        ) from exc
+        raise _io_error("read the log", session_id, path, exc, "Check the data dir's permissions.") from exc
 
 
 def read_records(
@@ -116,10 +108,8 @@ def read_blob(data_dir: DataDir | str | os.PathLike[str], session_id: str, ref: 
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise StorageError(
-            f"Cannot read blob {ref} of session {session_id} ({path}): {exc.strerror}.",
-            sessionId=session_id,
-            path=str(path),
+        raise _io_error(
+            f"read blob {ref}", session_id, path, exc, "The blob is missing or unreadable."
         ) from exc
 
 
@@ -144,6 +134,7 @@ class SessionStore:
         self._needs_newline = scan.needs_newline
         self._clock = clock
         self._meta: dict[str, Any] = {}
+        self._broken = False
 
     # ---- opening -------------------------------------------------------------------------------------
 
@@ -167,21 +158,17 @@ class SessionStore:
         sdir = dd.session_dir(session_id)
         if meta.get("sessionId", session_id) != session_id:
             raise ValueError(f"meta sessionId {meta['sessionId']!r} != {session_id!r}")
+        advice = "Check the data dir's permissions and free space, or set --data-dir."
         try:
             ensure_dir(dd.sessions_dir)
             sdir.mkdir(mode=0o700)
             os.chmod(sdir, 0o700)
             fsync_dir(dd.sessions_dir)
+            lock = SessionLock.acquire(dd.lock_path(session_id), session_id=session_id)
         except FileExistsError:
             raise
         except OSError as exc:
-            raise StorageError(
-                f"Cannot create session {session_id} in the data dir ({dd.root}): {exc.strerror}. "
-                "Check its permissions and free space, or set --data-dir.",
-                sessionId=session_id,
-                path=str(sdir),
-            ) from exc
-        lock = SessionLock.acquire(dd.lock_path(session_id), session_id=session_id)
+            raise _io_error("create the folder", session_id, sdir, exc, advice) from exc
         store: SessionStore | None = None
         try:
             fd = open_private(dd.log_path(session_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL)
@@ -190,16 +177,11 @@ class SessionStore:
             record = store.append("meta", payload)
             store._records = [record]
             fsync_dir(sdir)
-            store._meta = _initial_meta(session_id, meta, record["at"])
+            store._meta = initial_meta(session_id, meta, record["at"])
             store._write_meta()
         except OSError as exc:
             _abandon(store, lock)
-            raise StorageError(
-                f"Cannot create session {session_id} in the data dir ({dd.root}): {exc.strerror}. "
-                "Check its permissions and free space, or set --data-dir.",
-                sessionId=session_id,
-                path=str(sdir),
-            ) from exc
+            raise _io_error("create the files", session_id, sdir, exc, advice) from exc
         except BaseException:
             _abandon(store, lock)
             raise
@@ -254,12 +236,8 @@ class SessionStore:
             os.fsync(self._fd)
             fsync_dir(self.log_path.parent)
         except OSError as exc:
-            raise StorageError(
-                f"Cannot repair the torn last line of session {self.session_id} ({self.log_path}): "
-                f"{exc.strerror}. Free space or check the data dir's permissions, then retry.",
-                sessionId=self.session_id,
-                path=str(self.log_path),
-            ) from exc
+            advice = "Free space or check the data dir's permissions, then retry."
+            raise _io_error("repair the torn last line", self.session_id, self.log_path, exc, advice) from exc
         msg = (
             f"Session {self.session_id}: the last line of log.jsonl was torn (a crash during a write); "
             f"its {len(scan.torn)} bytes were moved to {target.name} and the log ends at record {seq - 1}."
@@ -268,15 +246,11 @@ class SessionStore:
         log.warning("%s", msg)
 
     def _load_meta(self) -> dict[str, Any]:
-        path = self.data_dir.meta_path(self.session_id)
-        try:
-            meta = json.loads(path.read_bytes())
-            if isinstance(meta, dict):
-                return meta
-        except (OSError, ValueError):
-            pass
+        meta = read_meta(self.data_dir, self.session_id)
+        if meta is not None:
+            return meta
         first = self._records[0] if self._records and self._records[0]["kind"] == "meta" else {}
-        rebuilt = _initial_meta(self.session_id, first, first.get("at") or format_at(self._clock()))
+        rebuilt = initial_meta(self.session_id, first, first.get("at") or format_at(self._clock()))
         if self._records:
             rebuilt["updatedAt"] = self._records[-1]["at"]
         msg = f"Session {self.session_id}: meta.json is missing or unreadable; rebuilt it from the log."
@@ -344,6 +318,8 @@ class SessionStore:
 
     def _write(self, data: bytes, fsync: bool) -> None:
         fd = self._require_open()
+        if self._broken:
+            raise self._write_error(OSError(0, "an earlier write failed and could not be rolled back"))
         if self._needs_newline:
             data = b"\n" + data
         failpoints.hit("store.append.before")
@@ -361,8 +337,12 @@ class SessionStore:
             if fsync:
                 os.fsync(fd)
         except OSError as exc:
-            with contextlib.suppress(OSError):
+            try:
                 os.ftruncate(fd, self._size)
+            except OSError:
+                self._broken = (
+                    True  # a partial line may remain: refuse appends until the next open repairs it
+                )
             raise self._write_error(exc) from exc
         self._size += len(data)
         self._needs_newline = False
@@ -462,18 +442,3 @@ def _abandon(store: SessionStore | None, lock: SessionLock) -> None:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _initial_meta(session_id: str, meta: Mapping[str, Any], at: str) -> dict[str, Any]:
-    return {
-        "id": session_id,
-        "cwd": meta.get("cwd"),
-        "title": meta.get("title"),
-        "model": meta.get("model"),
-        "provider": meta.get("provider"),
-        "createdAt": at,
-        "updatedAt": at,
-        "turns": 0,
-        "tokens": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-        "logVersion": LOG_VERSION,
-    }

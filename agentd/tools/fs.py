@@ -35,6 +35,7 @@ from agentd.tools.paths import (
 
 BINARY_SNIFF_BYTES = 8192
 LIST_MAX_ENTRIES = 1000
+LIST_MAX_DEPTH = 10
 GITIGNORE_MAX_BYTES = 1 << 20
 
 
@@ -225,7 +226,7 @@ class ListDirInput(StrictInput):
         ".", description="Directory to list, relative to the workspace root. Default: the root."
     )
     depth: int = Field(
-        1, ge=1, le=10, description="How many levels to list: 1 = its entries only (default), up to 10."
+        1, ge=1, description=f"How many levels to list: 1 = its entries only (default); at most {LIST_MAX_DEPTH}."
     )
 
 
@@ -311,7 +312,7 @@ class ListDir(Tool):
         except OSError as exc:
             return _os_error(args.path, exc)
         try:
-            truncated = _walk(fd, here, "", args.depth, specs, out)
+            truncated = _walk(fd, here, "", min(args.depth, LIST_MAX_DEPTH), specs, out)
         finally:
             os.close(fd)
         content = "\n".join(out) if out else "(empty directory)"

@@ -116,9 +116,15 @@ def _recheck(raw: str | Path, roots: RootsArg, for_write: bool) -> tuple[str, st
     return text, root, [] if rel == "." else rel.split(os.sep)
 
 
-def _refuse_on_link(exc: OSError, raw: str, roots: RootsArg) -> OSError | PathRefused:
-    if exc.errno == errno.ELOOP:
-        return PathRefused(raw, roots[0], "symlink")
+def _refuse_on_link(exc: OSError, raw: str, roots: RootsArg, dfd: int, name: str) -> OSError | PathRefused:
+    """`O_NOFOLLOW` fails with ELOOP on a link (ENOTDIR with `O_DIRECTORY`): make that a refusal."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        try:
+            is_link = stat.S_ISLNK(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode)
+        except OSError:
+            is_link = exc.errno == errno.ELOOP
+        if is_link or exc.errno == errno.ELOOP:
+            return PathRefused(raw, roots[0], "symlink")
     return exc
 
 
@@ -128,20 +134,27 @@ def _open_chain(raw: str, roots: RootsArg, root: str, parts: list[str], *, creat
     try:
         for part in parts:
             try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                nxt = _open_subdir(part, fd, create)
             except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, 0o777, dir_fd=fd)
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                raise
             except OSError as exc:
-                raise _refuse_on_link(exc, raw, roots) from None
+                raise _refuse_on_link(exc, raw, roots, fd, part) from None
             os.close(fd)
             fd = nxt
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _open_subdir(part: str, dfd: int, create: bool) -> int:
+    try:
+        return os.open(part, _DIR_FLAGS, dir_fd=dfd)
+    except FileNotFoundError:
+        if not create:
+            raise
+    os.mkdir(part, 0o777, dir_fd=dfd)
+    return os.open(part, _DIR_FLAGS, dir_fd=dfd)
 
 
 def open_for_read(path: str | Path, roots: RootsArg) -> BinaryIO:
@@ -152,10 +165,11 @@ def open_for_read(path: str | Path, roots: RootsArg) -> BinaryIO:
     """
     raw, root, parts = _recheck(path, roots, for_write=False)
     dfd = _open_chain(raw, roots, root, parts[:-1], create=False)
+    name = parts[-1] if parts else "."
     try:
-        fd = os.open(parts[-1] if parts else ".", _READ_FLAGS, dir_fd=dfd)
+        fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
     except OSError as exc:
-        raise _refuse_on_link(exc, raw, roots) from None
+        raise _refuse_on_link(exc, raw, roots, dfd, name) from None
     finally:
         os.close(dfd)
     mode = os.fstat(fd).st_mode

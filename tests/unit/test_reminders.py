@@ -174,7 +174,7 @@ async def test_before_model_hook_adds_reminder_once_and_logs() -> None:
     hooks.add_before_model("todo_reminder", tracker.before_model)
     history = history_request(1)
     sent: list[bool] = []
-    for n in range(1, 6):
+    for _ in range(5):
         request = hooks.before_model(history)
         sent.append(any(REMINDER_BLOCK in m["content"] for m in request if isinstance(m["content"], list)))
         tracker.end_round(todo_write_succeeded=False)

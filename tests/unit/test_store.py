@@ -100,7 +100,7 @@ def test_data_dir_layout(tmp_path: Path) -> None:
             d.session_dir(bad)
 
 
-@pytest.fixture(params=[0o022, 0o077, 0o000])
+@pytest.fixture(params=[0o022, 0o077, 0o000, 0o277])
 def umask(request: pytest.FixtureRequest) -> Iterator[int]:
     old = os.umask(request.param)
     yield request.param
@@ -234,6 +234,33 @@ def test_write_error_is_storage_error_and_rolls_back(
     assert store.append("title", {"title": "y"})["seq"] == 2
 
 
+def test_failed_rollback_refuses_appends_until_reopen(
+    dd: DataDir, store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = dd.log_path(SID).read_bytes()
+
+    def half_then_eio(fd: int, data: bytes) -> None:
+        os.write(fd, data[:10])
+        raise OSError(errno.EIO, "Input/output error")
+
+    def no_truncate(fd: int, length: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(store_mod, "write_all", half_then_eio)
+    monkeypatch.setattr(os, "ftruncate", no_truncate)
+    with pytest.raises(StorageError):
+        store.append("title", {"title": "x"})
+    monkeypatch.undo()
+    with pytest.raises(StorageError) as info:
+        store.append("title", {"title": "y"})
+    assert info.value.data["reason"] == "an earlier write failed and could not be rolled back"
+    assert dd.log_path(SID).read_bytes() == before + b'{"v":1,"se'
+    store.close()
+    with SessionStore.open(dd, SID) as s:
+        assert s.append("title", {"title": "z"})["seq"] == 2
+    assert (dd.session_dir(SID) / "log.jsonl.torn-2").read_bytes() == b'{"v":1,"se'
+
+
 def test_mid_failpoint_raise_leaves_log_unchanged(
     dd: DataDir, store: SessionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -258,10 +285,10 @@ def _session_with_lines(dd: DataDir) -> list[bytes]:
     return dd.log_path(SID).read_bytes().splitlines(keepends=True)
 
 
-@pytest.mark.parametrize("cut", ["one", "half"])
+@pytest.mark.parametrize("cut", ["one", "half", "all_but_brace"])
 def test_torn_last_line_is_set_aside(dd: DataDir, cut: str, caplog: pytest.LogCaptureFixture) -> None:
     lines = _session_with_lines(dd)
-    keep = 1 if cut == "one" else len(lines[-1]) // 2
+    keep = {"one": 1, "half": len(lines[-1]) // 2, "all_but_brace": len(lines[-1]) - 2}[cut]
     torn = lines[-1][:keep]
     dd.log_path(SID).write_bytes(b"".join(lines[:-1]) + torn)
     sdir = dd.session_dir(SID)

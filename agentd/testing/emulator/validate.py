@@ -137,7 +137,9 @@ def _check_message_shapes(body: dict[str, Any]) -> str | None:
         for j, b in enumerate(content if isinstance(content, list) else []):
             if not isinstance(b, dict) or not isinstance(b.get("type"), str):
                 return f"messages.{i}.content.{j}.type: Field required"
-            for key in {"tool_use": ("id", "name", "input"), "tool_result": ("tool_use_id",)}.get(b["type"], ()):
+            for key in {"tool_use": ("id", "name", "input"), "tool_result": ("tool_use_id",)}.get(
+                b["type"], ()
+            ):
                 if key not in b:
                     return f"messages.{i}.content.{j}.{key}: Field required"
     return None
@@ -340,9 +342,11 @@ def validate_request(
             lambda: _alternation(msgs) if strict else None,
             lambda: _prompt_fits(body, context_window),
             # api/errors docs: no assistant prefill on 4.6+ models
-            lambda: None
-            if allow_prefill or msgs[-1]["role"] != "assistant"
-            else "This model does not support assistant message prefill. The conversation must end with a user message.",
+            lambda: (
+                None
+                if allow_prefill or msgs[-1]["role"] != "assistant"
+                else "This model does not support assistant message prefill. The conversation must end with a user message."
+            ),
         ]
         for check in checks:
             problem = check()

@@ -1,0 +1,176 @@
+"""Resume, repair and cancellation in-process (CONTRACTS.md §9; cases C01, C09, C10)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentd.core.session import INTERRUPTED_AFTER, INTERRUPTED_BEFORE
+from agentd.errors import SessionLocked
+from agentd.permissions.approver import QueueApprover
+from agentd.providers.scripted import ScriptedProvider
+from tests.integration.conftest import answers_of, read_file, text, todo
+
+
+def _prompt(t: str) -> list[dict[str, str]]:
+    return [{"type": "text", "text": t}]
+
+
+def _plain(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in b.items() if k != "cache_control"} for b in blocks]
+
+
+def _log(data_dir: Path, sid: str) -> bytes:
+    return (data_dir / "sessions" / sid / "log.jsonl").read_bytes()
+
+
+async def _until(h: Any, pred: Any, what: str, timeout: float = 10.0) -> None:
+    ev = asyncio.Event()
+    inner = h.session.sink
+
+    def sink(u: dict[str, Any]) -> None:
+        inner(u)
+        if pred(u):
+            ev.set()
+
+    h.session.sink = sink
+    try:
+        await asyncio.wait_for(ev.wait(), timeout)
+    except TimeoutError:
+        pytest.fail(f"timed out waiting for {what}")
+
+
+async def test_cancel_during_run_command_then_resume_gives_a_valid_request(make_harness, data_dir: Path):
+    """C01: cancel while a long command runs; the resumed session answers the open tool_use first."""
+    run = {"tool_use": {"name": "run_command", "input": {"command": "sleep 30"}}}
+    h = make_harness(answers_of([todo(("wait", "in_progress")), run]), approver=QueueApprover.of("allow_once"))
+    task = asyncio.ensure_future(h.session.prompt(_prompt("wait")))
+    await _until(h, lambda u: u.get("status") == "in_progress" and u.get("toolCallId") == "toolu_scr_1_2",
+                 "run_command in progress")
+    h.session.cancel()
+    assert await asyncio.wait_for(task, 5) == "cancelled"
+    sid = h.session.id
+    failed = [u for u in h.updates if u.get("status") == "failed"]
+    assert failed == [{"sessionUpdate": "tool_call_update", "toolCallId": "toolu_scr_1_2", "status": "failed",
+                       "_meta": {"agentd": {"cancelled": True, "decidedBy": "cancel"}}}]
+    h.session.close()
+
+    h2 = make_harness(answers_of([text("resumed")]), resume=sid)
+    assert await h2.session.prompt(_prompt("continue")) == "end_turn"
+    first = h2.requests[0]["messages"][-1]["content"]
+    assert _plain(first) == [
+        {"type": "tool_result", "tool_use_id": "toolu_scr_1_1",
+         "content": '{"todos":[{"content":"wait","status":"in_progress"}]}'},
+        {"type": "tool_result", "tool_use_id": "toolu_scr_1_2", "content": INTERRUPTED_AFTER, "is_error": True},
+        {"type": "text", "text": "continue"},
+    ]
+    assert h2.session.p.todos.snapshot_json() == '{"todos":[{"content":"wait","status":"in_progress"}]}'
+
+
+async def test_open_tool_use_without_tool_started_gets_the_before_text(make_harness, data_dir: Path):
+    """C09: the approval was pending at the crash: 'interrupted before completion', never asked again."""
+    write = {"tool_use": {"name": "write_file", "input": {"path": "x.txt", "content": "x"}}}
+    approver = QueueApprover()  # never answers
+    h = make_harness(answers_of([write]), approver=approver)
+    task = asyncio.ensure_future(h.session.prompt(_prompt("write")))
+    await asyncio.wait_for(approver.asked.wait(), 5)
+    h.session.cancel()
+    assert await asyncio.wait_for(task, 5) == "cancelled"
+    sid = h.session.id
+    h.session.close()
+    approver2 = QueueApprover()
+    h2 = make_harness(answers_of([text("ok")]), resume=sid, approver=approver2)
+    await h2.session.prompt(_prompt("go on"))
+    assert _plain(h2.requests[0]["messages"][-1]["content"])[0] == {
+        "type": "tool_result", "tool_use_id": "toolu_scr_1_1", "content": INTERRUPTED_BEFORE, "is_error": True}
+    assert approver2.requests == []
+    audit = [json.loads(x) for x in (data_dir / "sessions" / sid / "audit.jsonl").read_text().splitlines()]
+    assert [(r["toolUseId"], r["decidedBy"]) for r in audit] == [("toolu_scr_1_1", "cancel")]
+
+
+async def test_resuming_20_times_leaves_the_log_byte_identical(make_harness, data_dir: Path):
+    write = {"tool_use": {"name": "write_file", "input": {"path": "x.txt", "content": "x"}}}
+    approver = QueueApprover()
+    h = make_harness(answers_of([todo(("a", "pending"))], [write]), approver=approver)
+    task = asyncio.ensure_future(h.session.prompt(_prompt("go")))
+    await asyncio.wait_for(approver.asked.wait(), 5)
+    h.session.cancel()
+    await asyncio.wait_for(task, 5)
+    sid = h.session.id
+    h.session.close()
+    before = _log(data_dir, sid)
+    for _ in range(20):
+        make_harness(resume=sid).session.close()
+    assert _log(data_dir, sid) == before
+
+
+async def test_second_opener_is_refused_with_the_holders_pid(make_harness):
+    import os
+
+    h = make_harness(answers_of([text("hi")]))
+    await h.session.prompt(_prompt("hi"))
+    with pytest.raises(SessionLocked) as err:
+        make_harness(resume=h.session.id)
+    assert (err.value.data["pid"], err.value.data["sameProcess"]) == (os.getpid(), True)
+
+
+async def test_resume_rebuilds_byte_identical_tools_system_and_history(make_harness, workspace: Path):
+    """C10: what was sent is what is replayed, so the first request after a resume repeats the prefix."""
+    (workspace / "a.txt").write_text("alpha\n")
+    h = make_harness(answers_of([todo(("read", "in_progress")), read_file("a.txt")], [text("read it")]))
+    await h.session.prompt([{"type": "text", "text": "one"}, {"type": "text", "text": "two blocks"}])
+    sent = h.requests[-1]
+    sid = h.session.id
+    h.session.close()
+    h2 = make_harness(answers_of([text("again")]), resume=sid)
+    await h2.session.prompt(_prompt("next"))
+    again = h2.requests[0]
+    n = len(sent["messages"])
+    strip = lambda ms: [{**m, "content": _plain(m["content"])} for m in ms]  # noqa: E731
+    assert (json.dumps(again["tools"]), json.dumps(again["system"])) == (json.dumps(sent["tools"]),
+                                                                         json.dumps(sent["system"]))
+    assert strip(again["messages"][:n]) == strip(sent["messages"]) + []
+    assert again["messages"][0]["content"][:2] == [{"type": "text", "text": "one"}, {"type": "text", "text": "two blocks"}]
+
+
+async def test_compression_state_survives_a_resume(make_harness, workspace: Path, data_dir: Path):
+    (workspace / "a.txt").write_text("x" * 4000)
+    replies = [[read_file("a.txt")] for _ in range(6)] + [[text("done")]]
+    h = make_harness(answers_of(*replies), **{})
+    h.session.p.settings.context.compress_threshold_tokens = 2500
+    h.session.p.settings.context.keep_recent_messages = 4
+    await h.session.prompt(_prompt("read a lot"))
+    assert any(line.startswith("[compressed history · ") for line in h.lines)
+    active = h.session.p.context.messages
+    sid = h.session.id
+    h.session.close()
+    h2 = make_harness(resume=sid)
+    assert h2.session.p.context.messages == active
+    log = [json.loads(x) for x in _log(data_dir, sid).splitlines()]
+    originals = [r for r in log if r["kind"] == "message"]
+    assert (len(originals) > len(active), any(r["kind"] == "compaction" for r in log)) == (True, True)
+
+
+async def test_large_tool_output_goes_to_a_blob_and_replays(make_harness, workspace: Path, data_dir: Path):
+    """C07: the log stays small; the model's view is restored on resume."""
+    (workspace / "big.txt").write_text("y" * 300_000)
+    h = make_harness(answers_of([read_file("big.txt")], [text("big")]))
+    await h.session.prompt(_prompt("read big"))
+    sid = h.session.id
+    active = h.session.p.context.messages
+    h.session.close()
+    assert len(_log(data_dir, sid)) < 100_000
+    assert len(list((data_dir / "sessions" / sid / "blobs").iterdir())) == 1
+    h2 = make_harness(resume=sid)
+    assert h2.session.p.context.messages == active
+
+
+async def test_scripted_provider_validates_like_the_service(make_harness):
+    p = ScriptedProvider(answers_of([text("x")]))
+    h = make_harness(provider=p)
+    assert await h.session.prompt(_prompt("hi")) == "end_turn"
+    assert len(p.requests) == 1

@@ -1,0 +1,169 @@
+"""run_command with real processes (TESTING.md §4.5 B10 cleanup, §4.6 child environment; CONTRACTS.md §11).
+
+No sleeps: waits are polls with a deadline whose failure names what was awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentd.tools.base import Preview, ToolContext, ToolOutput, validate_input
+from agentd.tools.shell import OutputCapture, RunCommand
+
+CANARY = "sk-ant-emu-0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def ctx(ws: Path) -> ToolContext:
+    return ToolContext(root=ws, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+
+
+async def run(command: str, ctx: ToolContext, **extra: object) -> ToolOutput:
+    args, err = validate_input(RunCommand(), {"command": command, **extra})
+    assert err is None
+    return await RunCommand().run(args, ctx)
+
+
+async def poll_until(pred: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not pred():
+        if loop.time() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+        tick = loop.create_future()
+        loop.call_later(0.02, tick.set_result, None)
+        await tick
+
+
+def group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def test_exit_zero_and_merged_output(ctx: ToolContext) -> None:
+    out = await run("echo out; echo err >&2", ctx)
+    assert out == ToolOutput(
+        content="out\nerr\n[exit code 0]",
+        title="Run `echo out; echo err >&2`",
+        raw_output={"exitCode": 0, "bytes": 8, "timedOut": False, "truncated": False},
+    )
+
+
+async def test_nonzero_exit_is_an_error(ctx: ToolContext) -> None:
+    out = await run("printf 'no newline'; exit 3", ctx)
+    assert (out.content, out.is_error, out.raw_output) == (
+        "no newline\n[exit code 3]",
+        True,
+        {"exitCode": 3, "bytes": 10, "timedOut": False, "truncated": False},
+    )
+
+
+async def test_killed_by_signal(ctx: ToolContext) -> None:
+    out = await run("kill -9 $$", ctx)
+    assert (out.content, out.is_error) == ("[killed by signal SIGKILL]", True)
+
+
+async def test_cwd_is_the_workspace_and_stdin_is_empty(ws: Path, ctx: ToolContext) -> None:
+    out = await run("pwd; cat; echo done", ctx)
+    assert out.content == f"{os.path.realpath(ws)}\ndone\n[exit code 0]"
+
+
+async def test_output_head_and_tail_with_exact_marker(ws: Path) -> None:
+    ctx = ToolContext(root=ws, output_max_bytes=20)
+    out = await run("printf 0123456789abcdefghijklmnopqrstuvwxyz", ctx)
+    assert out == ToolOutput(
+        content="0123456789\n[... 16 of 36 bytes omitted ...]\nqrstuvwxyz\n[exit code 0]",
+        title="Run `printf 0123456789abcdefghijklmnopqrstuvwxyz`",
+        raw_output={"exitCode": 0, "bytes": 36, "timedOut": False, "truncated": True},
+    )
+
+
+def test_capture_cuts_on_utf8_boundaries() -> None:
+    cap = OutputCapture(8)
+    for chunk in (b"ab\xc3\xa9", b"\xc3\xa9xyz", b"\xc3\xa9\xc3\xa9!"):  # abé + éxyz + éé!
+        cap.feed(chunk)
+    assert (cap.total, cap.truncated) == (15, True)
+    assert cap.render() == "abé\n[... 7 of 15 bytes omitted ...]\né!"
+
+
+async def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
+    out = await run("echo pgid=$$; sleep 1000 & sleep 1000", ctx, timeout_s=1)
+    match = re.fullmatch(r"pgid=(\d+)\n\[timed out after 1 s; process group killed\]", out.content)
+    assert match is not None, out.content
+    assert (out.is_error, out.raw_output and out.raw_output["timedOut"]) == (True, True)
+    pgid = int(match.group(1))
+    await poll_until(lambda: group_gone(pgid), f"process group {pgid} to disappear")
+
+
+async def test_timeout_is_capped_by_the_config(ws: Path) -> None:
+    ctx = ToolContext(root=ws, run_timeout_s=1)
+    out = await run("sleep 1000", ctx, timeout_s=500)
+    assert (out.content, out.is_error) == ("[timed out after 1 s; process group killed]", True)
+
+
+async def test_background_job_does_not_outlive_the_command(ctx: ToolContext) -> None:
+    out = await run("sleep 1000 & echo $$", ctx)
+    match = re.fullmatch(r"(\d+)\n\[exit code 0\]", out.content)
+    assert match is not None, out.content
+    pgid = int(match.group(1))
+    await poll_until(lambda: group_gone(pgid), f"process group {pgid} to disappear")
+
+
+async def test_cancellation_kills_the_group(ws: Path, ctx: ToolContext) -> None:
+    pid_file = ws / "pid"
+    task = asyncio.create_task(run("echo $$ > pid.tmp && mv pid.tmp pid; sleep 1000 & sleep 1000", ctx))
+    await poll_until(pid_file.exists, "the command to write its pid")
+    pgid = int(pid_file.read_text())
+    assert group_gone(pgid) is False
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await poll_until(lambda: group_gone(pgid), f"process group {pgid} to disappear after cancel")
+
+
+async def test_child_env_lacks_provider_keys(ws: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "ANTHROPIC_API_KEY": CANARY,
+        "ANTHROPIC_AUTH_TOKEN": CANARY,
+        "OPENAI_API_KEY": CANARY,
+        "MY_PROVIDER_KEY": CANARY,
+        "KEEP_ME": "yes",
+    }
+    ctx = ToolContext(root=ws, env=env, state={"api_key_env": "MY_PROVIDER_KEY"})
+    out = await run("env", ctx)
+    lines = out.content.split("\n")
+    names = {line.split("=", 1)[0] for line in lines[:-1]}
+    assert names & {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "MY_PROVIDER_KEY"} == set()
+    assert ("KEEP_ME=yes" in lines, lines[-1], out.content.count(CANARY[:16])) == (True, "[exit code 0]", 0)
+
+
+async def test_preview_and_start_failure(ws: Path, tmp_path: Path) -> None:
+    tool = RunCommand()
+    args, _ = validate_input(tool, {"command": "make test"})
+    assert await tool.preview(args, ToolContext(root=ws)) == Preview(
+        summary=f"Run `make test` in {ws}", command="make test", cwd=str(ws)
+    )
+    gone = tmp_path / "gone"
+    out = await tool.run(args, ToolContext(root=gone))
+    assert out == ToolOutput(
+        content=f"run_command could not start: [Errno 2] No such file or directory: '{gone}'",
+        is_error=True,
+        title="Run `make test`",
+    )

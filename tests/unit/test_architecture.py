@@ -1,0 +1,122 @@
+"""The dependency rule of ARCHITECTURE.md, checked by parsing imports with `ast`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from agentd import failpoints
+
+ROOT = Path(__file__).resolve().parents[2]
+PKG = ROOT / "agentd"
+TRANSPORT = ("pygls", "lsprotocol", "acp")
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PKG.rglob("*.py") if "examples" not in p.relative_to(PKG).parts)
+
+
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """(module name, at module level) for every import in the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body}
+    for node in tree.body:  # imports guarded by `if TYPE_CHECKING:` count as module level too
+        if isinstance(node, ast.If):
+            top |= {id(n) for n in node.body}
+    out: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, id(node) in top))
+    return out
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _first(name: str) -> str:
+    return name.split(".")[0]
+
+
+def test_core_never_imports_a_transport_library_or_an_adapter() -> None:
+    bad = [
+        (_rel(p), m)
+        for p in _modules()
+        if not _rel(p).startswith("agentd/adapters/") and _rel(p) != "agentd/cli.py"
+        for m, _ in _imports(p)
+        if _first(m) in TRANSPORT or m.startswith("agentd.adapters")
+    ]
+    assert bad == []
+
+
+def test_protocol_is_a_leaf() -> None:
+    bad = [
+        (_rel(p), m)
+        for p in (PKG / "protocol").rglob("*.py")
+        for m, _ in _imports(p)
+        if _first(m) == "agentd" and not m.startswith("agentd.protocol")
+    ]
+    assert bad == []
+
+
+def test_testing_package_is_isolated_both_ways() -> None:
+    inside = [
+        (_rel(p), m)
+        for p in (PKG / "testing").rglob("*.py")
+        for m, _ in _imports(p)
+        if _first(m) == "agentd" and not m.startswith("agentd.testing")
+    ]
+    outside = [
+        (_rel(p), m)
+        for p in _modules()
+        if not _rel(p).startswith("agentd/testing/")
+        for m, _ in _imports(p)
+        if m.startswith("agentd.testing")
+    ]
+    assert (inside, outside) == ([], [])
+
+
+@pytest.mark.parametrize("sdk,owner", [("anthropic", "agentd/providers/anthropic.py"),
+                                       ("openai", "agentd/providers/openai_compat.py")])
+def test_sdks_are_imported_lazily_and_only_by_their_provider(sdk: str, owner: str) -> None:
+    users = sorted({_rel(p) for p in _modules() if not _rel(p).startswith("agentd/testing/")
+                    for m, _ in _imports(p) if _first(m) == sdk})
+    at_module_level = sorted({_rel(p) for p in _modules() for m, top in _imports(p) if _first(m) == sdk and top})
+    assert (users, at_module_level) == ([owner], [])
+
+
+def test_nothing_in_agentd_calls_print() -> None:
+    calls = [
+        (_rel(p), n.lineno)
+        for p in _modules()
+        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"
+        and not _rel(p).startswith("agentd/testing/")
+    ]
+    assert calls == []
+
+
+def test_no_module_level_session_state() -> None:
+    singletons = [
+        (_rel(p), n.lineno)
+        for p in _modules()
+        for n in ast.parse(p.read_text(encoding="utf-8")).body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+        and n.value.func.id in ("TodoTracker", "Context", "Session", "AuditLog", "Gate", "Grants", "Hooks")
+    ]
+    assert singletons == []
+
+
+def test_every_failpoint_named_in_code_and_tests_is_registered() -> None:
+    named: set[str] = set()
+    for path in [*_modules(), *(ROOT / "tests").rglob("*.py")]:
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("hit", "action")
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == "failpoints"
+                    and n.args and isinstance(n.args[0], ast.Constant)):
+                named.add(str(n.args[0].value))
+    assert named - failpoints.POINTS == set()
