@@ -132,7 +132,9 @@ def _serve(args: argparse.Namespace) -> int:
 def _workspace(raw: str) -> Path:
     ws = Path(raw).expanduser()
     if not ws.is_dir():
-        raise ConfigError(f"workspace {raw} does not exist or is not a directory; pass an existing --workspace DIR")
+        raise ConfigError(
+            f"workspace {raw} does not exist or is not a directory; pass an existing --workspace DIR"
+        )
     return ws.resolve()
 
 
@@ -144,21 +146,31 @@ def _run(args: argparse.Namespace) -> int:
     workspace = _workspace(args.workspace)
     settings = load_settings(
         workspace,
-        cli={"provider": args.provider, "model": args.model, "base_url": args.base_url, "scenario": args.scenario},
+        cli={
+            "provider": args.provider,
+            "model": args.model,
+            "base_url": args.base_url,
+            "scenario": args.scenario,
+        },
     )
     return asyncio.run(_run_turn(args, workspace, settings, _data_dir(args)))
 
 
-async def _run_turn(args: argparse.Namespace, workspace: Path, settings: Any, data_dir: Any,
-                    banner: str | None = None) -> int:
+async def _run_turn(
+    args: argparse.Namespace, workspace: Path, settings: Any, data_dir: Any, banner: str | None = None
+) -> int:
     from agentd.core.factory import create_session, open_session
     from agentd.permissions.approver import PresetApprover, TerminalApprover
     from agentd.persistence.index import newest_session
     from agentd.providers.factory import make_provider
 
     provider = make_provider(
-        settings.provider, model=settings.model, base_url=settings.base_url, api_key_env=settings.api_key_env,
-        scenario=settings.scenario, openai_options=settings.openai,
+        settings.provider,
+        model=settings.model,
+        base_url=settings.base_url,
+        api_key_env=settings.api_key_env,
+        scenario=settings.scenario,
+        openai_options=settings.openai,
     )
     approver = PresetApprover(yes=args.yes, allow=set(args.allow), fallback=TerminalApprover())
     printer = _Printer()
@@ -168,11 +180,23 @@ async def _run_turn(args: argparse.Namespace, workspace: Path, settings: Any, da
         if session_id is None:
             sys.stderr.write("agentd: no earlier session in this workspace; starting a new one\n")
     if session_id:
-        session = open_session(session_id=session_id, settings=settings, provider=provider, data_dir=data_dir,
-                               approver=approver, sink=printer.update)
+        session = open_session(
+            session_id=session_id,
+            settings=settings,
+            provider=provider,
+            data_dir=data_dir,
+            approver=approver,
+            sink=printer.update,
+        )
     else:
-        session = create_session(cwd=workspace, settings=settings, provider=provider, data_dir=data_dir,
-                                 approver=approver, sink=printer.update)
+        session = create_session(
+            cwd=workspace,
+            settings=settings,
+            provider=provider,
+            data_dir=data_dir,
+            approver=approver,
+            sink=printer.update,
+        )
     if banner:
         sys.stderr.write(banner)
     sys.stderr.write(f"[session {session.id}]\n")
@@ -246,8 +270,13 @@ def _demo(args: argparse.Namespace) -> int:
         shutil.copyfile(scenario, scenario_path)
     data = args.data_dir or os.environ.get("AGENTD_DATA_DIR") or str(tmp / "data")
     settings = load_settings(None, cli={"provider": "scripted", "scenario": str(scenario_path)})
-    ns = argparse.Namespace(yes=True, allow=[], cont=False, run_resume=None,
-                            prompt="Add a --shout flag to greet.py, test it, and keep a TODO list.")
+    ns = argparse.Namespace(
+        yes=True,
+        allow=[],
+        cont=False,
+        run_resume=None,
+        prompt="Add a --shout flag to greet.py, test it, and keep a TODO list.",
+    )
     from agentd.persistence.paths import DataDir
 
     sys.stderr.write(f"[workspace {workspace}]\n")

@@ -134,7 +134,7 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 
 
 def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -> dict[str, Any]:
-    data = dict(data)
+    data = _to_snake(data)  # `baseUrl` or `defaultMode` spellings must not slip past the checks below
     for key in WORKSPACE_FORBIDDEN:
         if key in data:
             data.pop(key)
@@ -195,19 +195,56 @@ def lenient_options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
             Settings.model_validate(data)
             return data, warnings
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            loc = [str(p) for p in err["loc"]]
-            key = ".".join(loc)
-            if err["type"] == "extra_forbidden":
-                known = list(Settings.model_fields)
-                hint = difflib.get_close_matches(loc[-1], known, n=1)
-                warnings.append(
-                    f"Unknown option '{key}' ignored" + (f" (did you mean '{hint[0]}'?)" if hint else "") + "."
-                )
-            else:
-                warnings.append(f"initializationOptions.{key}: {err['msg']} (got {err.get('input')!r}); using the default.")
-            _drop(data, loc)
+            drops: set[tuple[str, ...]] = set()
+            for err in exc.errors(include_url=False):  # all at once: list indexes still match the input
+                loc = [str(p) for p in err["loc"]]
+                warning, drop = _option_warning(err, loc)
+                warnings.append(warning)
+                drops.add(tuple(drop))
+            for drop_loc in sorted(drops, key=_loc_order, reverse=True):  # later list entries first
+                _drop(data, list(drop_loc))
     return {}, [*warnings, "initializationOptions could not be used; using defaults."]
+
+
+def _option_warning(err: Any, loc: list[str]) -> tuple[str, list[str]]:
+    """The warning for one validation error of the editor options, and the location to drop."""
+    key, parent, default = _option_key(loc)
+    if err["type"] == "extra_forbidden":
+        known = [f.alias or n for n, f in parent.model_fields.items()] if parent else []
+        known += [n for n, f in parent.model_fields.items() if f.alias] if parent else []
+        hint = difflib.get_close_matches(loc[-1], known, n=1)
+        where = key.rpartition(".")[0]
+        suggestion = f" (did you mean '{where + '.' if where else ''}{hint[0]}'?)" if hint else ""
+        return f"Unknown option '{key}' ignored{suggestion}.", loc
+    item = next((k for k, p in enumerate(loc) if p.isdigit()), None)
+    if item is not None:  # a bad list entry (a rule): the whole entry goes, never just one of its keys
+        fallback = f"entry {'.'.join(key.split('.')[: item + 1])} ignored"
+        loc = loc[: item + 1]
+    else:
+        fallback = "using the default" if default is None else f"using {default!r}"
+    return f"initializationOptions.{key}: {err['msg']} (got {err.get('input')!r}); {fallback}.", loc
+
+
+def _loc_order(loc: tuple[str, ...]) -> tuple[tuple[int, int, str], ...]:
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in loc)
+
+
+def _option_key(loc: list[str]) -> tuple[str, type[BaseModel] | None, Any]:
+    """For an error location (field names): the dotted key as the editor spells it (camelCase aliases),
+    the model that holds the last part (None inside lists) and that field's plain default (None if none)."""
+    model: type[BaseModel] | None = Settings
+    parent: type[BaseModel] | None = None
+    default: Any = None
+    parts: list[str] = []
+    for part in loc:
+        parent = model
+        field = model.model_fields.get(part) if model is not None else None
+        parts.append((field.alias or part) if field is not None else part)
+        ann = field.annotation if field is not None else None
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+        plain = field is not None and field.default_factory is None and model is None
+        default = field.default if plain and field is not None else None
+    return ".".join(parts), parent, default
 
 
 def _drop(data: dict[str, Any], loc: list[str]) -> None:
@@ -224,7 +261,7 @@ def _drop(data: dict[str, Any], loc: list[str]) -> None:
         node.pop(last, None)
     elif isinstance(node, list) and last.isdigit() and int(last) < len(node):
         node.pop(int(last))
-    if len(loc) > 1 and isinstance(node, dict) and not node:
+    if len(loc) > 1 and isinstance(node, (dict, list)) and not node:
         _drop(data, loc[:-1])
 
 
@@ -245,12 +282,17 @@ def load_settings(
     user_path = user_config_path()
     user = _read_toml(user_path)
     _validate_file(user, user_path)
-    merged = dict(user)
+    merged = _to_snake(user)  # one spelling per key, so a later layer overrides instead of adding a twin
     if workspace is not None:
         ws_path = workspace / ".agentd" / "config.toml"
         ws = _restrict_workspace(_read_toml(ws_path), warns, ws_path)
         _validate_file(ws, ws_path)
+        user_rules = (merged.get("permissions") or {}).get("rules")
         merged = _merge(merged, ws)
+        ws_rules = (ws.get("permissions") or {}).get("rules")
+        if isinstance(user_rules, list) and isinstance(ws_rules, list):
+            # a workspace may add deny/ask rules, never drop the user's own (deny wins whatever the order)
+            merged["permissions"] = {**merged["permissions"], "rules": [*user_rules, *ws_rules]}
     if editor_options:
         opts, opt_warnings = lenient_options(editor_options)
         warns.extend(opt_warnings)

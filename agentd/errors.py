@@ -96,7 +96,9 @@ class ProviderError(AgentdError):
         retryable: bool = False,
         retry_after_s: float | None = None,
     ) -> None:
-        super().__init__(message, provider=provider, reason=reason, httpStatus=http_status, retryable=retryable)
+        super().__init__(
+            message, provider=provider, reason=reason, httpStatus=http_status, retryable=retryable
+        )
         self.provider = provider
         self.reason = reason
         self.http_status = http_status

@@ -31,11 +31,16 @@ def sessions_command(args: argparse.Namespace, data_dir: DataDir) -> int:
     for w in warnings:
         sys.stderr.write(f"agentd: warning: {w}\n")
     if cmd == "export" and args.format == "jsonl":
-        sys.stdout.write(data_dir.log_path(args.id).read_text(encoding="utf-8") if not warnings else
-                         "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records))
+        sys.stdout.write(
+            data_dir.log_path(args.id).read_text(encoding="utf-8")
+            if not warnings
+            else "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
+        )
         return 0
     markdown = cmd == "export"
-    sys.stdout.write(render_transcript(args.id, records, lambda ref: read_blob(data_dir, args.id, ref), markdown))
+    sys.stdout.write(
+        render_transcript(args.id, records, lambda ref: read_blob(data_dir, args.id, ref), markdown)
+    )
     return 0
 
 
@@ -96,5 +101,7 @@ def render_transcript(session_id: str, records: list[dict[str, Any]], blob: Any,
     lines.append("")
     lines.append("## Plan" if markdown else "Plan:")
     marks = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
-    lines += [f"- {marks.get(t.get('status', ''), '[ ]')} {t.get('content')}" for t in todos] or ["(no todos)"]
+    lines += [f"- {marks.get(t.get('status', ''), '[ ]')} {t.get('content')}" for t in todos] or [
+        "(no todos)"
+    ]
     return "\n".join(lines) + "\n"

@@ -43,8 +43,15 @@ def _isolate_environment() -> None:
     os.environ["XDG_CACHE_HOME"] = str(home / ".cache")
     os.environ["AGENTD_DATA_DIR"] = str(home / "data")
     os.environ["AGENTD_CONFIG_DIR"] = str(home / ".config" / "agentd")
-    for var in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE", "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_BASE_URL",
-                "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+    for var in (
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_PROFILE",
+        "ANTHROPIC_CUSTOM_HEADERS",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+    ):
         os.environ.pop(var, None)
     os.environ["HTTP_PROXY"] = os.environ["HTTPS_PROXY"] = os.environ["ALL_PROXY"] = "http://127.0.0.1:9"
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
@@ -80,7 +87,7 @@ def _guarded_connect(self: socket.socket, address: object) -> object:
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 
-pytest_plugins = ["tests.emulator_fixtures"] if (Path(__file__).parent / "emulator_fixtures.py").exists() else []
+pytest_plugins = ["tests.emulator_fixtures"]
 
 
 def _tier_of(path: Path) -> str | None:

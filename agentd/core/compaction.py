@@ -34,8 +34,10 @@ def find_cut(messages: list[Message], keep_recent: int) -> int | None:
     if len(messages) <= keep_recent:
         return None
     cut = len(messages) - keep_recent
-    while cut > 0 and messages[cut]["role"] == "user" and any(
-        b.get("type") == "tool_result" for b in messages[cut]["content"]
+    while (
+        cut > 0
+        and messages[cut]["role"] == "user"
+        and any(b.get("type") == "tool_result" for b in messages[cut]["content"])
     ):
         cut -= 1
     return cut if cut > 0 else None
@@ -49,11 +51,16 @@ def should_compress(context: Context, *, threshold_tokens: int, keep_recent: int
 def _result_text(block: dict[str, Any]) -> str:
     content = block.get("content")
     if isinstance(content, list):
-        text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        text = "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
     else:
         text = str(content or "")
     if len(text) > TOOL_RESULT_FLATTEN_CHARS:
-        text = text[:TOOL_RESULT_FLATTEN_CHARS] + f" [... {len(text) - TOOL_RESULT_FLATTEN_CHARS} more characters]"
+        text = (
+            text[:TOOL_RESULT_FLATTEN_CHARS]
+            + f" [... {len(text) - TOOL_RESULT_FLATTEN_CHARS} more characters]"
+        )
     return text
 
 
@@ -78,19 +85,27 @@ def flatten(messages: list[Message]) -> str:
 
 
 def summary_request(
-    old: list[Message], *, model: str, system: list[dict[str, Any]], tools: list[dict[str, Any]], max_tokens: int,
+    old: list[Message],
+    *,
+    model: str,
+    system: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    max_tokens: int,
     prompt_caching: bool = True,
 ) -> ModelRequest:
     """The one extra request: the session's exact tools and system (so it reads their cache), one user
     message = instruction + blank line + flattened old messages. `tool_choice` is left unset."""
     sys_blocks = [dict(b) for b in system]
+    tool_defs = [dict(t) for t in tools]
     if prompt_caching and sys_blocks:
         sys_blocks[-1]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    elif prompt_caching and tool_defs:  # as Context.to_request: without a system the last tool is the anchor
+        tool_defs[-1]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
     text = SUMMARY_INSTRUCTION + "\n\n" + flatten(old)
     return ModelRequest(
         model=model,
         system=sys_blocks,
-        tools=[dict(t) for t in tools],
+        tools=tool_defs,
         messages=[{"role": "user", "content": [{"type": "text", "text": text}]}],
         max_tokens=max_tokens,
         purpose="summary",

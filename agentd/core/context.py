@@ -21,6 +21,7 @@ seconds apart, but the last request of a turn is only known afterwards, and what
 the user's think time, often longer than 5 minutes; a 1h write costs 2x instead of 1.25x on the new tail
 only, while losing the prefix costs a full rewrite. The benchmark `tests.benchmarks.cost` compares both.
 TTLs never increase along tools -> system -> messages, so a 5m moving policy keeps system at 1h first.
+Planning the same history again (a repeated request) gives the same breakpoints, hence the same bytes.
 """
 
 from __future__ import annotations
@@ -70,9 +71,10 @@ class Context:
         self.estimator = Estimator()
         self.compaction = CompactionState()
         self._known_tokens: int | None = None  # exact size after the last response
-        self._known_upto = 0  # messages covered by _known_tokens
+        self._known_upto = 0  # content blocks (flat) covered by _known_tokens
         self._static_tokens = 0  # estimated tools + system
         self._prev_end: int | None = None  # flat block index of the previous moving breakpoint
+        self._prev_base: int | None = None  # the `_prev_end` that request itself was planned against
         self._last_estimate = 0
 
     # ---- history ---------------------------------------------------------------------------------
@@ -88,18 +90,19 @@ class Context:
         return copy.deepcopy(self._messages[-1]) if self._messages else None
 
     def add_user(self, blocks: list[Block]) -> None:
-        """Append user content; merged into the previous message when that is a user message too
-        (tool_result blocks first). Empty text blocks are dropped; nothing empty is ever stored."""
+        """Append user content, tool_result blocks first; merged into the previous message when that is a
+        user message too. Empty text blocks are dropped; nothing empty is ever stored."""
         blocks = [copy.deepcopy(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
         if not blocks:
             return
-        if self._messages and self._messages[-1]["role"] == "user":
-            merged = self._messages[-1]["content"] + blocks
-            results = [b for b in merged if b.get("type") == "tool_result"]
-            others = [b for b in merged if b.get("type") != "tool_result"]
+        merge = bool(self._messages) and self._messages[-1]["role"] == "user"
+        merged = (self._messages[-1]["content"] if merge else []) + blocks
+        results = [b for b in merged if b.get("type") == "tool_result"]
+        others = [b for b in merged if b.get("type") != "tool_result"]
+        if merge:
             self._messages[-1] = {"role": "user", "content": results + others}
-            return
-        self._messages.append({"role": "user", "content": blocks})
+        else:
+            self._messages.append({"role": "user", "content": results + others})
 
     def add_assistant(self, blocks: list[Block], extra: dict[str, Any] | None = None) -> bool:
         """Append an assistant message. Returns False (and stores nothing) when it would be empty:
@@ -120,7 +123,9 @@ class Context:
             return []
         idx = len(self._messages) - 1
         if self._messages[idx]["role"] == "user":
-            answered = {b.get("tool_use_id") for b in self._messages[idx]["content"] if b.get("type") == "tool_result"}
+            answered = {
+                b.get("tool_use_id") for b in self._messages[idx]["content"] if b.get("type") == "tool_result"
+            }
             idx -= 1
         else:
             answered = set()
@@ -135,13 +140,16 @@ class Context:
         is now known exactly = prompt size + output tokens. Recalibrates the estimator."""
         self.estimator.calibrate(estimated_prompt, usage.prompt_tokens)
         self._known_tokens = usage.context_tokens
-        self._known_upto = len(self._messages)
+        self._known_upto = len(self._flat())
 
     def estimated_tokens(self) -> int:
         """Context size in tokens: the exact size after the last response plus an estimate of the
         messages added since; before any response, an estimate of tools + system + messages."""
-        if self._known_tokens is not None and self._known_upto <= len(self._messages):
-            return self._known_tokens + self.estimator.messages(self._messages[self._known_upto :])
+        flat = self._flat()
+        if self._known_tokens is not None and self._known_upto <= len(flat):
+            # by blocks, not messages: a prompt merged into the last user message (after an empty reply) counts
+            later = [self._messages[i]["content"][j] for i, j in flat[self._known_upto :]]
+            return self._known_tokens + self.estimator.messages([{"content": later}])
         return self._static_tokens + self.estimator.messages(self._messages)
 
     # ---- compression state -----------------------------------------------------------------------
@@ -156,6 +164,7 @@ class Context:
         self._known_tokens = None
         self._known_upto = 0
         self._prev_end = None
+        self._prev_base = None
 
     # ---- requests --------------------------------------------------------------------------------
     def _flat(self) -> list[tuple[int, int]]:
@@ -178,6 +187,8 @@ class Context:
             return []
         points = {moving}
         prev = self._prev_end
+        if prev == moving:  # the same history as the previous request: the same plan, the same bytes
+            prev = self._prev_base
         if prev is not None and prev < moving:
             anchor = self._last_eligible(flat, prev)
             if anchor is not None:
@@ -208,8 +219,8 @@ class Context:
             for k in points:
                 i, j = flat[k]
                 messages[i]["content"][j]["cache_control"] = _cache_control(self.moving_ttl)
-            if points:
-                self._prev_end = points[-1]
+            if points and points[-1] != self._prev_end:
+                self._prev_base, self._prev_end = self._prev_end, points[-1]
         request = ModelRequest(
             model=model, system=sys_blocks, tools=tool_defs, messages=messages, max_tokens=max_tokens
         )

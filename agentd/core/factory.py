@@ -50,53 +50,106 @@ def secrets_of(settings: Settings) -> list[str]:
 
 
 def _parts(
-    session_id: str, cwd: Path, settings: Settings, provider: Provider, store: SessionStore, data_dir: DataDir,
-    approver: Approver, clock: Clock, lines: LineWriter,
+    session_id: str,
+    cwd: Path,
+    settings: Settings,
+    provider: Provider,
+    store: SessionStore,
+    data_dir: DataDir,
+    approver: Approver,
+    clock: Clock,
+    lines: LineWriter,
 ) -> SessionParts:
     todos = TodoTracker(max_items=settings.todos.max_items, stale_rounds=settings.todos.stale_rounds)
     hooks = Hooks(line_writer=lines)
     hooks.add_before_model("todo_reminder", todos.before_model)
     registry = ToolRegistry([TodoWrite(), *default_tools()])
     rules = [Rule(tool=r.tool, action=r.action) for r in settings.permissions.rules]
+
+    def persist_grant(tool: str, kind: str) -> None:
+        store.append("grant", {"tool": tool, "grant": kind})
+
     gate = Gate(
-        rules=rules, grants=Grants(), mode=settings.permissions.default_mode, hooks=hooks, approver=approver,
-        approval_timeout_s=settings.permissions.approval_timeout_s, clock=clock, session_id=session_id,
-        line_writer=lines, on_grant=lambda tool, kind: store.append("grant", {"tool": tool, "grant": kind}),
+        rules=rules,
+        grants=Grants(),
+        mode=settings.permissions.default_mode,
+        hooks=hooks,
+        approver=approver,
+        approval_timeout_s=settings.permissions.approval_timeout_s,
+        clock=clock,
+        session_id=session_id,
+        line_writer=lines,
+        on_grant=persist_grant,
     )
     secrets = secrets_of(settings)
     audit = AuditLog(data_dir.audit_path(session_id), secrets=secrets)
     root = Path(os.path.realpath(cwd))
     tool_ctx = ToolContext(
-        root=root, read_max_bytes=settings.tools.read_max_bytes, output_max_bytes=settings.tools.output_max_bytes,
-        run_timeout_s=settings.tools.run_timeout_s, env=child_env(settings),
+        root=root,
+        read_max_bytes=settings.tools.read_max_bytes,
+        output_max_bytes=settings.tools.output_max_bytes,
+        run_timeout_s=settings.tools.run_timeout_s,
+        env=child_env(settings),
         state={"todos": todos, "api_key_env": settings.api_key_env},
     )
     return SessionParts(
-        session_id=session_id, cwd=root, settings=settings, provider=provider, registry=registry,
-        context=Context(prompt_caching=settings.prompt_caching), todos=todos, hooks=hooks, gate=gate, audit=audit,
-        store=store, tool_ctx=tool_ctx, system=system_blocks(root),
-        tool_defs=registry.definitions(settings.tools.terse_descriptions), clock=clock,
-        model_window=settings.window_tokens(context_window(provider.model)), lines=lines, secrets=secrets,
+        session_id=session_id,
+        cwd=root,
+        settings=settings,
+        provider=provider,
+        registry=registry,
+        context=Context(prompt_caching=settings.prompt_caching),
+        todos=todos,
+        hooks=hooks,
+        gate=gate,
+        audit=audit,
+        store=store,
+        tool_ctx=tool_ctx,
+        system=system_blocks(root),
+        tool_defs=registry.definitions(settings.tools.terse_descriptions),
+        clock=clock,
+        model_window=settings.window_tokens(context_window(provider.model)),
+        lines=lines,
+        secrets=secrets,
     )
 
 
 def create_session(
-    *, cwd: Path, settings: Settings, provider: Provider, data_dir: DataDir, approver: Approver,
-    sink: EventSink | None = None, clock: Clock | None = None, lines: LineWriter = stderr_line,
+    *,
+    cwd: Path,
+    settings: Settings,
+    provider: Provider,
+    data_dir: DataDir,
+    approver: Approver,
+    sink: EventSink | None = None,
+    clock: Clock | None = None,
+    lines: LineWriter = stderr_line,
 ) -> Session:
     """A new session for workspace `cwd`: store created and locked, `meta` record written."""
     session_id = new_session_id()
     meta: dict[str, Any] = {
-        "cwd": os.path.realpath(cwd), "provider": provider.name, "model": provider.model, "directories": [],
+        "cwd": os.path.realpath(cwd),
+        "provider": provider.name,
+        "model": provider.model,
+        "directories": [],
     }
     store = SessionStore.create(data_dir, session_id, meta)
-    parts = _parts(session_id, cwd, settings, provider, store, data_dir, approver, clock or SystemClock(), lines)
+    parts = _parts(
+        session_id, cwd, settings, provider, store, data_dir, approver, clock or SystemClock(), lines
+    )
     return Session(parts, sink)
 
 
 def open_session(
-    *, session_id: str, settings: Settings, provider: Provider, data_dir: DataDir, approver: Approver,
-    sink: EventSink | None = None, clock: Clock | None = None, lines: LineWriter = stderr_line,
+    *,
+    session_id: str,
+    settings: Settings,
+    provider: Provider,
+    data_dir: DataDir,
+    approver: Approver,
+    sink: EventSink | None = None,
+    clock: Clock | None = None,
+    lines: LineWriter = stderr_line,
 ) -> Session:
     """Open an existing session: lock it, replay its log into fresh per-session objects, check and repair
     it, and run the validator (CONTRACTS.md §9). Raises SessionNotFound, SessionLocked, StorageError."""
@@ -105,7 +158,9 @@ def open_session(
     store = SessionStore.open(data_dir, session_id)
     try:
         cwd = Path(store.meta.get("cwd") or os.getcwd())
-        parts = _parts(session_id, cwd, settings, provider, store, data_dir, approver, clock or SystemClock(), lines)
+        parts = _parts(
+            session_id, cwd, settings, provider, store, data_dir, approver, clock or SystemClock(), lines
+        )
         session = Session(parts, sink)
         replay_into(session, store.records())
     except BaseException:

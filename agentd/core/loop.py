@@ -26,7 +26,12 @@ from agentd.tools.base import PathRefused, ToolOutput
 
 log = logging.getLogger("agentd.loop")
 
-STOP_REASONS = {"end_turn": "end_turn", "stop_sequence": "end_turn", "max_tokens": "max_tokens", "refusal": "refusal"}
+STOP_REASONS = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "max_tokens": "max_tokens",
+    "refusal": "refusal",
+}
 
 
 class InvalidHistory(AgentdError):
@@ -80,12 +85,17 @@ def _title_of(blocks: list[dict[str, Any]]) -> str:
 def _build(s: Session) -> ModelRequest:
     ctx = s.p.context
     request = ctx.to_request(
-        model=s.p.provider.model, system=s.p.system, tools=s.p.tool_defs, max_tokens=s.p.settings.max_output_tokens
+        model=s.p.provider.model,
+        system=s.p.system,
+        tools=s.p.tool_defs,
+        max_tokens=s.p.settings.max_output_tokens,
     )
     request.messages = s.p.hooks.before_model(request.messages)
     err = validate_request(request.body())
     if err:
-        raise InvalidHistory(f"agentd refused to send an invalid request ({err}); this is a bug, please report it")
+        raise InvalidHistory(
+            f"agentd refused to send an invalid request ({err}); this is a bug, please report it"
+        )
     return request
 
 
@@ -123,7 +133,9 @@ def _account(s: Session, response: ModelResponse) -> None:
     usage = response.usage
     s.totals.add(usage, s.p.provider.model)
     line = usage.accounting_line()
-    s.p.store.append("usage", {"usage": usage.to_json(), "model": response.model or s.p.provider.model}, fsync=False)
+    s.p.store.append(
+        "usage", {"usage": usage.to_json(), "model": response.model or s.p.provider.model}, fsync=False
+    )
     s.p.lines(line)
     s.emit(updates.usage_update(usage.to_json(), s.totals.to_json(), line))
 
@@ -154,8 +166,12 @@ async def _maybe_compress(s: Session) -> None:
     if cut is None:
         return
     request = compaction.summary_request(
-        history[:cut], model=s.p.provider.model, system=s.p.system, tools=s.p.tool_defs,
-        max_tokens=cfg.summary_max_tokens, prompt_caching=s.p.settings.prompt_caching,
+        history[:cut],
+        model=s.p.provider.model,
+        system=s.p.system,
+        tools=s.p.tool_defs,
+        max_tokens=cfg.summary_max_tokens,
+        prompt_caching=s.p.settings.prompt_caching,
     )
     err = validate_request(request.body())
     if err:
@@ -163,13 +179,16 @@ async def _maybe_compress(s: Session) -> None:
     try:
         response = await run_with_retries(
             lambda _n: s.p.provider.stream(request, lambda _e: None),
-            clock=s.p.clock, max_total_s=s.p.settings.retries.max_total_s,
+            clock=s.p.clock,
+            max_total_s=s.p.settings.retries.max_total_s,
         )
     except ProviderError as exc:
         log.warning("compression skipped: the summary request failed: %s", exc.message)
         return
     _account(s, response)
-    rebuilt = compaction.rebuild(history, cut, compaction.summary_text_from(response.content), s.p.todos.carry_over_text())
+    rebuilt = compaction.rebuild(
+        history, cut, compaction.summary_text_from(response.content), s.p.todos.carry_over_text()
+    )
     ctx.replace_prefix(rebuilt.cut, rebuilt.summary, rebuilt.ack)
     err = validate_request({"messages": ctx.messages})
     if err:
@@ -195,7 +214,9 @@ def _result(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
     return block
 
 
-def _finish(s: Session, tu: dict[str, Any], out: ToolOutput, decided_by: str | None, title: str, kind: str) -> None:
+def _finish(
+    s: Session, tu: dict[str, Any], out: ToolOutput, decided_by: str | None, title: str, kind: str
+) -> None:
     """Persist the tool_result (fsynced) and the tool_call record, then notify."""
     tid = tu["id"]
     block = _result(tid, out.content, out.is_error)
@@ -204,14 +225,31 @@ def _finish(s: Session, tu: dict[str, Any], out: ToolOutput, decided_by: str | N
     status = "failed" if out.is_error else "completed"
     s.p.store.append(
         "tool_call",
-        {"toolCallId": tid, "status": status, "title": title, "toolKind": kind, "rawInput": tu.get("input"),
-         "rawOutput": out.raw_output, "diff": out.diff, "locations": out.locations, "decidedBy": decided_by},
+        {
+            "toolCallId": tid,
+            "status": status,
+            "title": title,
+            "toolKind": kind,
+            "rawInput": tu.get("input"),
+            "rawOutput": out.raw_output,
+            "diff": out.diff,
+            "locations": out.locations,
+            "decidedBy": decided_by,
+        },
     )
     content = [{"type": "content", "content": {"type": "text", "text": out.content}}]
     if out.diff:
         content.insert(0, {"type": "diff", **out.diff})
-    s.emit(updates.tool_call_update(tid, status, content=content, rawOutput=out.raw_output,
-                                    locations=out.locations or None, meta={"decidedBy": decided_by} if decided_by else None))
+    s.emit(
+        updates.tool_call_update(
+            tid,
+            status,
+            content=content,
+            rawOutput=out.raw_output,
+            locations=out.locations or None,
+            meta={"decidedBy": decided_by} if decided_by else None,
+        )
+    )
     line = f"[Tool] {title} -> {status}"
     if tu.get("name") == "todo_write" and not out.is_error:
         line += " " + out.content
@@ -246,7 +284,14 @@ async def _run_one(s: Session, tu: dict[str, Any]) -> bool:
         s.p.gate.log(name, d)
         s.p.audit.record(s.id, tid, name, raw, d, outcome=outcome)
         s.audited_ids.add(tid)
-        _finish(s, tu, ToolOutput(content=err or "invalid_arguments", is_error=True), d.decided_by, title, tool.kind)
+        _finish(
+            s,
+            tu,
+            ToolOutput(content=err or "invalid_arguments", is_error=True),
+            d.decided_by,
+            title,
+            tool.kind,
+        )
         return False
     preview = await tool.preview(args, ctx)
     s.state = "awaiting_permission"
@@ -262,7 +307,14 @@ async def _run_one(s: Session, tu: dict[str, Any]) -> bool:
     s.p.audit.record(s.id, tid, name, raw, decision)
     s.audited_ids.add(tid)
     if decision.decision != "allow":
-        _finish(s, tu, ToolOutput(content=denial_text(name, decision), is_error=True), decision.decided_by, title, tool.kind)
+        _finish(
+            s,
+            tu,
+            ToolOutput(content=denial_text(name, decision), is_error=True),
+            decision.decided_by,
+            title,
+            tool.kind,
+        )
         return False
     s.p.store.append("tool_started", {"toolCallId": tid}, fsync=True)
     s.started_tool_ids.add(tid)
@@ -299,8 +351,12 @@ def _cancelled(s: Session) -> None:
     uses = {b["id"]: b for b in last.get("content", []) if b.get("type") == "tool_use"}
     for tid in s.p.context.open_tool_use_ids():
         if tid not in s.audited_ids and tid in uses:  # every tool_use gets exactly one audit record
-            s.p.audit.record(s.id, tid, uses[tid].get("name", ""), uses[tid].get("input"), Decision.cancelled())
+            s.p.audit.record(
+                s.id, tid, uses[tid].get("name", ""), uses[tid].get("input"), Decision.cancelled()
+            )
             s.audited_ids.add(tid)
         s.emit(updates.tool_call_update(tid, "failed", meta={"cancelled": True, "decidedBy": "cancel"}))
     s.p.store.sync()
-    log.info("session %s: turn cancelled; open tool uses: %s", s.id, json.dumps(s.p.context.open_tool_use_ids()))
+    log.info(
+        "session %s: turn cancelled; open tool uses: %s", s.id, json.dumps(s.p.context.open_tool_use_ids())
+    )

@@ -115,14 +115,21 @@ class Session:
             payload["blobs"] = blobs
         return payload
 
-    def persist_prompt(self, blocks: list[dict[str, Any]], message_id: str, synthetic: list[dict[str, Any]]) -> None:
+    def persist_prompt(
+        self, blocks: list[dict[str, Any]], message_id: str, synthetic: list[dict[str, Any]]
+    ) -> None:
         """Synthetic results for open tool_uses, then the prompt, in one write and one fsync (CONTRACTS §9)."""
         records: list[tuple[str, dict[str, Any]]] = []
         for block in synthetic:
             msg = {"role": "user", "content": [block]}
             records.append(("message", self._message_payload(msg, new_message_id())))
         records.append(("prompt", {"messageId": message_id, "content": copy.deepcopy(blocks)}))
-        records.append(("message", {"messageId": message_id, "message": {"role": "user", "content": copy.deepcopy(blocks)}}))
+        records.append(
+            (
+                "message",
+                {"messageId": message_id, "message": {"role": "user", "content": copy.deepcopy(blocks)}},
+            )
+        )
         self.p.store.append_many(records, fsync=True)
 
     def synthetic_results(self) -> list[dict[str, Any]]:

@@ -142,10 +142,16 @@ DEFAULT_PRICE = (3.0, 15.0)
 def bill_tokens(usage: Usage) -> float:
     """Billed input-token equivalents: input x1 + 5 min write x1.25 + 1 h write x2 + read x0.1 (case C12).
 
-    When the TTL split is unknown the whole write is priced at the 5-minute rate.
+    When the TTL split is unknown the whole write is priced at the 5-minute rate; when only one half of the
+    split is reported, the other half is the rest of the total write.
     """
     write = usage.cache_creation_input_tokens or 0
-    w1h = usage.cache_creation_1h or 0
+    if usage.cache_creation_1h is not None:
+        w1h = usage.cache_creation_1h
+    elif usage.cache_creation_5m is not None:
+        w1h = max(0, write - usage.cache_creation_5m)
+    else:
+        w1h = 0
     w5m = usage.cache_creation_5m if usage.cache_creation_5m is not None else max(0, write - w1h)
     return (usage.input_tokens or 0) + 1.25 * w5m + 2.0 * w1h + 0.1 * (usage.cache_read_input_tokens or 0)
 

@@ -19,6 +19,7 @@ Rules, checked in this order; the first violation is reported as one line of tex
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,7 +44,11 @@ def _pairing(messages: list[dict[str, Any]]) -> str | None:
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             answered = set()
             if nxt is not None and nxt.get("role") == "user":
-                answered = {b.get("tool_use_id") for b in _blocks(nxt.get("content")) if b.get("type") == "tool_result"}
+                answered = {
+                    b.get("tool_use_id")
+                    for b in _blocks(nxt.get("content"))
+                    if b.get("type") == "tool_result"
+                }
             missing = [t for t in ids if t not in answered]
             if missing:
                 return (
@@ -80,32 +85,46 @@ def _empty(messages: list[dict[str, Any]]) -> str | None:
         empty = (isinstance(content, str) and content == "") or (isinstance(content, list) and not content)
         if empty and not (i == last and msg.get("role") == "assistant"):
             return f"messages.{i}: all messages must have non-empty content except for the optional final assistant message"
-    for msg in messages:
-        for b in _blocks(msg.get("content")):
-            if b.get("type") == "text" and b.get("text", "") == "" and "cache_control" not in b:
-                return "messages: text content blocks must be non-empty"
+    return None
+
+
+def _empty_text(body: dict[str, Any]) -> str | None:
+    # Text blocks inside a tool_result's content and system blocks count too (the API rejects them alike).
+    for path, b in _cache_points(body):
+        if b.get("type") == "text" and b.get("text", "") == "" and "cache_control" not in b:
+            return f"{path.split('.')[0]}: text content blocks must be non-empty"
     return None
 
 
 def _cache_points(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every block that may carry `cache_control`, in the order tools -> system -> messages (blocks inside
+    a tool_result's content list included)."""
     for k, t in enumerate(body.get("tools") or []):
-        yield f"tools.{k}", t
+        if isinstance(t, dict):
+            yield f"tools.{k}", t
     system = body.get("system")
     if isinstance(system, list):
         for k, b in enumerate(system):
-            yield f"system.{k}", b
+            if isinstance(b, dict):
+                yield f"system.{k}", b
     for i, msg in enumerate(body.get("messages") or []):
-        content = msg.get("content")
+        content = msg.get("content") if isinstance(msg, dict) else None
         if isinstance(content, list):
             for j, b in enumerate(content):
                 if isinstance(b, dict):
                     yield f"messages.{i}.content.{j}", b
+                    if b.get("type") == "tool_result" and isinstance(b.get("content"), list):
+                        for k, inner in enumerate(b["content"]):
+                            if isinstance(inner, dict):
+                                yield f"messages.{i}.content.{j}.content.{k}", inner
 
 
 def _cache_control(body: dict[str, Any]) -> str | None:
     points = [(p, b) for p, b in _cache_points(body) if b.get("cache_control")]
     if len(points) > MAX_BREAKPOINTS:
-        return f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(points)}."
+        return (
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(points)}."
+        )
     for path, b in points:
         if b.get("type") == "text" and b.get("text", "") == "":
             return f"{path}.text: cache_control cannot be set for empty text blocks"
@@ -124,7 +143,7 @@ def _cache_control(body: dict[str, Any]) -> str | None:
 def _roles(messages: list[dict[str, Any]]) -> str | None:
     if messages and messages[0].get("role") != "user":
         return 'messages: first message must use the "user" role'
-    for a, b in zip(messages, messages[1:], strict=False):
+    for a, b in itertools.pairwise(messages):
         if a.get("role") == b.get("role"):
             return f'messages: roles must alternate between "user" and "assistant", but found multiple "{a.get("role")}" roles in a row'
     return None
@@ -134,11 +153,11 @@ def validate_messages(messages: list[dict[str, Any]]) -> str | None:
     """Check a history (list of `{"role", "content"}`) against the message rules; None when valid."""
     if not messages:
         return "messages: at least one message is required"
-    for check in (_pairing, _results_first, _empty, _roles):
+    for check in (_pairing, _results_first, _empty):
         err = check(messages)
         if err:
             return err
-    return None
+    return _empty_text({"messages": messages}) or _roles(messages)
 
 
 def validate_request(body: dict[str, Any]) -> str | None:
@@ -151,7 +170,7 @@ def validate_request(body: dict[str, Any]) -> str | None:
         err = check(messages)
         if err:
             return err
-    err = _cache_control(body)
+    err = _empty_text(body) or _cache_control(body)
     if err:
         return err
     if not messages:

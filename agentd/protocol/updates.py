@@ -22,7 +22,9 @@ def agent_message_chunk(message_id: str, text: str, retracts: str | None = None)
     }
 
 
-def tool_call(tool_call_id: str, title: str, kind: str, raw_input: Any, status: str = "pending") -> dict[str, Any]:
+def tool_call(
+    tool_call_id: str, title: str, kind: str, raw_input: Any, status: str = "pending"
+) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call",
         "toolCallId": tool_call_id,
@@ -34,7 +36,11 @@ def tool_call(tool_call_id: str, title: str, kind: str, raw_input: Any, status: 
 
 
 def tool_call_update(tool_call_id: str, status: str, **fields: Any) -> dict[str, Any]:
-    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status}
+    update: dict[str, Any] = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": tool_call_id,
+        "status": status,
+    }
     meta = fields.pop("meta", None)
     update.update({k: v for k, v in fields.items() if v is not None})
     if meta:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import IO, Any
 
 from pydantic import Field
 
@@ -131,9 +132,63 @@ async def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
             _signal_group(pgid, signal.SIGKILL)
 
 
-async def _pump(stream: asyncio.StreamReader, capture: OutputCapture) -> None:
-    while chunk := await stream.read(_CHUNK):
-        capture.feed(chunk)
+class _PipeReader:
+    """Feeds the child's merged stdout/stderr pipe into an `OutputCapture` from the event loop."""
+
+    def __init__(self, pipe: IO[bytes], capture: OutputCapture) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._pipe, self._fd, self._capture = pipe, pipe.fileno(), capture
+        self.eof: asyncio.Future[None] = self._loop.create_future()
+        os.set_blocking(self._fd, False)
+        self._loop.add_reader(self._fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            chunk = os.read(self._fd, _CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._capture.feed(chunk)
+        else:
+            self.close()
+
+    async def drain(self, timeout_s: float) -> None:
+        """Wait for EOF up to `timeout_s` (a process that left the group may hold the pipe), then close."""
+        await asyncio.wait({self.eof}, timeout=timeout_s)
+        self.close()
+
+    def close(self) -> None:
+        if not self.eof.done():
+            self._loop.remove_reader(self._fd)
+            self._pipe.close()
+            self.eof.set_result(None)
+
+
+def _set_done(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def wait_exit(proc: subprocess.Popen[bytes]) -> int:
+    """Wait until `proc` exits (not until its pipe closes: background jobs may hold it); reap it and
+    return its return code (negative: killed by that signal). Uses a pidfd on Linux, else a thread."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return await asyncio.to_thread(proc.wait)
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+    try:
+        loop.add_reader(pidfd, _set_done, exited)
+        try:
+            await exited
+        finally:
+            loop.remove_reader(pidfd)
+    finally:
+        os.close(pidfd)
+    return proc.wait()
 
 
 class RunCommandInput(StrictInput):
@@ -175,13 +230,11 @@ class RunCommand(Tool):
         timeout = min(args.timeout_s or ctx.run_timeout_s, ctx.run_timeout_s)
         capture = OutputCapture(ctx.output_max_bytes)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                shell_path(),
-                "-c",
-                args.command,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
+            proc = subprocess.Popen(
+                [shell_path(), "-c", args.command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
                 cwd=str(ctx.root),
                 env=child_env(ctx.env, ctx.state),
                 start_new_session=True,
@@ -191,44 +244,48 @@ class RunCommand(Tool):
                 content=f"run_command could not start: {exc}", is_error=True, title=self.title(args)
             )
         assert proc.stdout is not None
-        reader = asyncio.create_task(_pump(proc.stdout, capture))
+        reader = _PipeReader(proc.stdout, capture)
         timed_out = False
         try:
             try:
-                await asyncio.wait_for(proc.wait(), timeout)
+                code = await asyncio.wait_for(wait_exit(proc), timeout)
             except TimeoutError:
                 timed_out = True
-            await kill_group(proc.pid)
-            await self._drain(reader)
-            await proc.wait()
+            await kill_group(proc.pid)  # after a timeout, and any background job left behind
+            if timed_out:
+                code = await self._reap(proc)
+            await reader.drain(_DRAIN_S)
         except asyncio.CancelledError:
-            await self._cancelled(proc, reader)
+            await self._cancelled(proc)
             raise
-        return self._result(args, capture, proc.returncode, timed_out, timeout)
+        finally:
+            reader.close()
+        return self._result(args, capture, code, timed_out, timeout)
 
     @staticmethod
-    async def _drain(reader: asyncio.Task[None]) -> None:
-        """Read what is left in the pipe; give up after 2 s (a process that left the group holds it)."""
-        done, _ = await asyncio.wait({reader}, timeout=_DRAIN_S)
-        if not done:
-            reader.cancel()
+    async def _reap(proc: subprocess.Popen[bytes]) -> int:
+        try:
+            return await asyncio.wait_for(wait_exit(proc), _DRAIN_S)
+        except TimeoutError:
+            proc.kill()
+            return await wait_exit(proc)
 
     @staticmethod
-    async def _cancelled(proc: asyncio.subprocess.Process, reader: asyncio.Task[None]) -> None:
-        reader.cancel()
+    async def _cancelled(proc: subprocess.Popen[bytes]) -> None:
+        """Kill the group on cancellation; the final SIGKILL is sent even if cancelled again."""
         try:
             await kill_group(proc.pid)
-            await asyncio.wait_for(proc.wait(), _DRAIN_S)
+            await asyncio.wait_for(wait_exit(proc), _DRAIN_S)
         except (TimeoutError, asyncio.CancelledError):
             _signal_group(proc.pid, signal.SIGKILL)
 
     def _result(
-        self, args: Any, capture: OutputCapture, code: int | None, timed_out: bool, timeout: float
+        self, args: Any, capture: OutputCapture, code: int, timed_out: bool, timeout: float
     ) -> ToolOutput:
         out = capture.render()
         if timed_out:
             last = f"[timed out after {timeout:g} s; process group killed]"
-        elif code is not None and code < 0:
+        elif code < 0:
             last = f"[killed by signal {_signal_name(-code)}]"
         else:
             last = f"[exit code {code}]"

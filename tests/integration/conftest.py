@@ -43,7 +43,12 @@ def read_file(path: str) -> dict[str, Any]:
 
 
 def todo(*items: tuple[str, str]) -> dict[str, Any]:
-    return {"tool_use": {"name": "todo_write", "input": {"todos": [{"content": c, "status": s} for c, s in items]}}}
+    return {
+        "tool_use": {
+            "name": "todo_write",
+            "input": {"todos": [{"content": c, "status": s} for c, s in items]},
+        }
+    }
 
 
 def text(t: str) -> dict[str, Any]:
@@ -55,16 +60,30 @@ def make_harness(workspace: Path, data_dir: Path) -> Callable[..., Harness]:
     opened: list[Session] = []
 
     def make(
-        scenario: dict[str, Any] | None = None, *, approver: Approver | None = None, provider: Provider | None = None,
-        resume: str | None = None, settings: Settings | None = None, **overrides: Any,
+        scenario: dict[str, Any] | None = None,
+        *,
+        approver: Approver | None = None,
+        provider: Provider | None = None,
+        resume: str | None = None,
+        settings: Settings | None = None,
+        **overrides: Any,
     ) -> Harness:
         cfg = settings or load_settings(workspace, cli={"provider": "scripted", **overrides})
         prov = provider or ScriptedProvider(scenario or {"answers": []}, clock=ManualClock())
         appr = approver or QueueApprover()
         h = Harness(session=None, provider=prov, approver=appr)  # type: ignore[arg-type]
-        kwargs: dict[str, Any] = dict(settings=cfg, provider=prov, data_dir=DataDir(data_dir), approver=appr,
-                                      sink=h.updates.append, clock=ManualClock(), lines=h.lines.append)
-        h.session = open_session(session_id=resume, **kwargs) if resume else create_session(cwd=workspace, **kwargs)
+        kwargs: dict[str, Any] = dict(
+            settings=cfg,
+            provider=prov,
+            data_dir=DataDir(data_dir),
+            approver=appr,
+            sink=h.updates.append,
+            clock=ManualClock(),
+            lines=h.lines.append,
+        )
+        h.session = (
+            open_session(session_id=resume, **kwargs) if resume else create_session(cwd=workspace, **kwargs)
+        )
         opened.append(h.session)
         return h
 

@@ -24,9 +24,13 @@ def _last_user_blocks(body: dict) -> list[dict]:
     return [{k: v for k, v in b.items() if k != "cache_control"} for b in body["messages"][-1]["content"]]
 
 
-async def test_reminder_first_appears_in_request_4_and_is_never_stored(make_harness, workspace: Path, data_dir: Path):
+async def test_reminder_first_appears_in_request_4_and_is_never_stored(
+    make_harness, workspace: Path, data_dir: Path
+):
     (workspace / "a.txt").write_text("a\n")
-    h = make_harness(answers_of([read_file("a.txt")], [read_file("a.txt")], [read_file("a.txt")], [text("ok")]))
+    h = make_harness(
+        answers_of([read_file("a.txt")], [read_file("a.txt")], [read_file("a.txt")], [text("ok")])
+    )
     assert await h.session.prompt(_prompt("read it")) == "end_turn"
     assert [_has_reminder(r) for r in h.requests] == [False, False, False, True]
     last = _last_user_blocks(h.requests[3])[-1]
@@ -43,14 +47,26 @@ async def test_three_tool_calls_in_one_assistant_message_count_once(make_harness
     three = [read_file("a.txt"), read_file("a.txt"), read_file("a.txt")]
     h = make_harness(answers_of(three, three, [text("ok")]))
     await h.session.prompt(_prompt("go"))
-    assert (h.session.p.todos.stale_count, [_has_reminder(r) for r in h.requests]) == (2, [False, False, False])
+    assert (h.session.p.todos.stale_count, [_has_reminder(r) for r in h.requests]) == (
+        2,
+        [False, False, False],
+    )
 
 
-async def test_successful_todo_write_resets_even_with_other_tools_in_the_same_message(make_harness, workspace: Path):
+async def test_successful_todo_write_resets_even_with_other_tools_in_the_same_message(
+    make_harness, workspace: Path
+):
     """C04: reset on every successful todo_write, also one made beside other tools; never remind right after."""
     (workspace / "a.txt").write_text("a\n")
-    h = make_harness(answers_of([read_file("a.txt")], [read_file("a.txt")],
-                                [read_file("a.txt"), todo(("x", "in_progress"))], [read_file("a.txt")], [text("ok")]))
+    h = make_harness(
+        answers_of(
+            [read_file("a.txt")],
+            [read_file("a.txt")],
+            [read_file("a.txt"), todo(("x", "in_progress"))],
+            [read_file("a.txt")],
+            [text("ok")],
+        )
+    )
     await h.session.prompt(_prompt("go"))
     assert [_has_reminder(r) for r in h.requests] == [False] * 5
 
@@ -62,14 +78,17 @@ async def test_failed_todo_write_does_not_count_as_an_update(make_harness, works
     await h.session.prompt(_prompt("go"))
     assert [_has_reminder(r) for r in h.requests] == [False, False, False, True]
     result = _last_user_blocks(h.requests[3])[0]
-    assert result == {"type": "tool_result", "tool_use_id": "toolu_scr_3_1", "is_error": True,
-                      "content": "invalid_arguments: todos.0.status: must be one of pending, in_progress, done"}
+    assert result == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_scr_3_1",
+        "is_error": True,
+        "content": "invalid_arguments: todos.0.status: must be one of pending, in_progress, done",
+    }
 
 
 async def test_stale_rounds_zero_disables_the_reminder(make_harness, workspace: Path):
     (workspace / "a.txt").write_text("a\n")
-    h = make_harness(answers_of(*([read_file("a.txt")] for _ in range(5)), [text("ok")]),
-                     settings=None, **{})
+    h = make_harness(answers_of(*([read_file("a.txt")] for _ in range(5)), [text("ok")]), settings=None, **{})
     h.session.p.todos.stale_rounds = 0
     await h.session.prompt(_prompt("go"))
     assert [_has_reminder(r) for r in h.requests] == [False] * 6
@@ -78,15 +97,24 @@ async def test_stale_rounds_zero_disables_the_reminder(make_harness, workspace: 
 async def test_two_sessions_stay_independent(make_harness, workspace: Path):
     """Seed 000: a module-level tracker would let A's stale rounds remind B. agentd's sessions share nothing."""
     (workspace / "a.txt").write_text("a\n")
-    a = make_harness(answers_of([todo(("A task", "pending"))], [read_file("a.txt")], [read_file("a.txt")],
-                                [read_file("a.txt")], [text("a done")]))
+    a = make_harness(
+        answers_of(
+            [todo(("A task", "pending"))],
+            [read_file("a.txt")],
+            [read_file("a.txt")],
+            [read_file("a.txt")],
+            [text("a done")],
+        )
+    )
     b = make_harness(answers_of([todo(("B task", "done"))], [text("b done")]))
     await a.session.prompt(_prompt("a"))
     await b.session.prompt(_prompt("b"))
     assert [_has_reminder(r) for r in a.requests] == [False, False, False, False, True]
     assert [_has_reminder(r) for r in b.requests] == [False, False]
     assert (a.session.p.todos.snapshot_json(), b.session.p.todos.snapshot_json()) == (
-        '{"todos":[{"content":"A task","status":"pending"}]}', '{"todos":[{"content":"B task","status":"done"}]}')
+        '{"todos":[{"content":"A task","status":"pending"}]}',
+        '{"todos":[{"content":"B task","status":"done"}]}',
+    )
     assert a.session.p.todos is not b.session.p.todos and a.session.p.context is not b.session.p.context
 
 
@@ -95,21 +123,34 @@ async def test_todo_write_needs_no_approval_but_is_audited(make_harness, data_di
     h = make_harness(answers_of([todo(("\u7f16\u5199 README", "done"))], [text("ok")]), approver=approver)
     await h.session.prompt(_prompt("plan"))
     assert approver.requests == []
-    audit = [json.loads(x) for x in (data_dir / "sessions" / h.session.id / "audit.jsonl").read_text().splitlines()]
+    audit = [
+        json.loads(x) for x in (data_dir / "sessions" / h.session.id / "audit.jsonl").read_text().splitlines()
+    ]
     assert [(r["tool"], r["decision"], r["decidedBy"]) for r in audit] == [("todo_write", "allow", "rule")]
     result = _last_user_blocks(h.requests[1])[0]["content"]
     assert result == '{"todos":[{"content":"\\u7f16\\u5199 README","status":"done"}]}'
     assert h.lines[2] == "[Tool] Update todos (1 item) -> completed " + result
     plans = [u for u in h.updates if u["sessionUpdate"] == "plan"]
-    assert plans == [{"sessionUpdate": "plan",
-                      "entries": [{"content": "\u7f16\u5199 README", "priority": "medium", "status": "completed"}],
-                      "_meta": {"agentd": {"planId": "main", "snapshot": result}}}]
+    assert plans == [
+        {
+            "sessionUpdate": "plan",
+            "entries": [{"content": "\u7f16\u5199 README", "priority": "medium", "status": "completed"}],
+            "_meta": {"agentd": {"planId": "main", "snapshot": result}},
+        }
+    ]
 
 
 async def test_system_and_tools_bytes_identical_across_every_request(make_harness, workspace: Path):
     (workspace / "a.txt").write_text("a\n")
-    h = make_harness(answers_of([todo(("x", "pending"))], [read_file("a.txt")], [read_file("a.txt")],
-                                [read_file("a.txt")], [text("ok")]))
+    h = make_harness(
+        answers_of(
+            [todo(("x", "pending"))],
+            [read_file("a.txt")],
+            [read_file("a.txt")],
+            [read_file("a.txt")],
+            [text("ok")],
+        )
+    )
     await h.session.prompt(_prompt("one"))
     h.provider.scenario["answers"].append({"reply": [text("two")]})  # type: ignore[attr-defined]
     await h.session.prompt(_prompt("two"))
@@ -124,9 +165,12 @@ async def test_write_asks_and_a_rejection_reaches_the_model(make_harness, worksp
     await h.session.prompt(_prompt("write"))
     assert [r.tool_name for r in approver.requests] == ["write_file"]
     assert not (workspace / "new.txt").exists()
-    assert _last_user_blocks(h.requests[1])[0] == {"type": "tool_result", "tool_use_id": "toolu_scr_1_1",
-                                                   "is_error": True,
-                                                   "content": "The user rejected this call; it was not run."}
+    assert _last_user_blocks(h.requests[1])[0] == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_scr_1_1",
+        "is_error": True,
+        "content": "The user rejected this call; it was not run.",
+    }
     assert "[Permission] write_file -> deny (user)" in h.lines
 
 
@@ -143,14 +187,20 @@ async def test_unknown_tool_and_refused_path_are_denied_before_the_gate(make_har
         f"Refused: ../outside.txt is outside the workspace ({root}) or reached through a symbolic link; "
         "the call was not run.",
     ]
-    audit = [json.loads(x) for x in (data_dir / "sessions" / h.session.id / "audit.jsonl").read_text().splitlines()]
+    audit = [
+        json.loads(x) for x in (data_dir / "sessions" / h.session.id / "audit.jsonl").read_text().splitlines()
+    ]
     assert [(r["decidedBy"], r.get("outcome")) for r in audit] == [
-        ("unknown_tool", None), ("invalid_input", "refused_outside_workspace")]
+        ("unknown_tool", None),
+        ("invalid_input", "refused_outside_workspace"),
+    ]
 
 
 async def test_empty_end_turn_is_never_stored(make_harness):
     """C13: an empty assistant reply after a tool result is not stored; the next request is valid."""
-    h = make_harness(answers_of([todo(("x", "pending"))], {"reply": [], "empty_end_turn": True}, [text("fine")]))
+    h = make_harness(
+        answers_of([todo(("x", "pending"))], {"reply": [], "empty_end_turn": True}, [text("fine")])
+    )
     assert await h.session.prompt(_prompt("a")) == "end_turn"
     assert await h.session.prompt(_prompt("b")) == "end_turn"
     assert [emu_validate(r) for r in h.requests] == [None, None, None]
@@ -159,8 +209,14 @@ async def test_empty_end_turn_is_never_stored(make_harness):
 
 async def test_truncated_tool_use_never_runs(make_harness, workspace: Path):
     write = {"tool_use": {"name": "write_file", "input": {"path": "t.txt", "content": "x"}}}
-    h = make_harness(answers_of({"reply": [text("partial"), write], "stop_reason": "max_tokens",
-                                 "truncate_tool_json": True}))
+    h = make_harness(
+        answers_of(
+            {"reply": [text("partial"), write], "stop_reason": "max_tokens", "truncate_tool_json": True}
+        )
+    )
     assert await h.session.prompt(_prompt("a")) == "max_tokens"
     assert not (workspace / "t.txt").exists()
-    assert h.session.p.context.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": "partial"}]}
+    assert h.session.p.context.messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "partial"}],
+    }

@@ -47,25 +47,44 @@ async def _until(h: Any, pred: Any, what: str, timeout: float = 10.0) -> None:
 async def test_cancel_during_run_command_then_resume_gives_a_valid_request(make_harness, data_dir: Path):
     """C01: cancel while a long command runs; the resumed session answers the open tool_use first."""
     run = {"tool_use": {"name": "run_command", "input": {"command": "sleep 30"}}}
-    h = make_harness(answers_of([todo(("wait", "in_progress")), run]), approver=QueueApprover.of("allow_once"))
+    h = make_harness(
+        answers_of([todo(("wait", "in_progress")), run]), approver=QueueApprover.of("allow_once")
+    )
     task = asyncio.ensure_future(h.session.prompt(_prompt("wait")))
-    await _until(h, lambda u: u.get("status") == "in_progress" and u.get("toolCallId") == "toolu_scr_1_2",
-                 "run_command in progress")
+    await _until(
+        h,
+        lambda u: u.get("status") == "in_progress" and u.get("toolCallId") == "toolu_scr_1_2",
+        "run_command in progress",
+    )
     h.session.cancel()
     assert await asyncio.wait_for(task, 5) == "cancelled"
     sid = h.session.id
     failed = [u for u in h.updates if u.get("status") == "failed"]
-    assert failed == [{"sessionUpdate": "tool_call_update", "toolCallId": "toolu_scr_1_2", "status": "failed",
-                       "_meta": {"agentd": {"cancelled": True, "decidedBy": "cancel"}}}]
+    assert failed == [
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "toolu_scr_1_2",
+            "status": "failed",
+            "_meta": {"agentd": {"cancelled": True, "decidedBy": "cancel"}},
+        }
+    ]
     h.session.close()
 
     h2 = make_harness(answers_of([text("resumed")]), resume=sid)
     assert await h2.session.prompt(_prompt("continue")) == "end_turn"
     first = h2.requests[0]["messages"][-1]["content"]
     assert _plain(first) == [
-        {"type": "tool_result", "tool_use_id": "toolu_scr_1_1",
-         "content": '{"todos":[{"content":"wait","status":"in_progress"}]}'},
-        {"type": "tool_result", "tool_use_id": "toolu_scr_1_2", "content": INTERRUPTED_AFTER, "is_error": True},
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_scr_1_1",
+            "content": '{"todos":[{"content":"wait","status":"in_progress"}]}',
+        },
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_scr_1_2",
+            "content": INTERRUPTED_AFTER,
+            "is_error": True,
+        },
         {"type": "text", "text": "continue"},
     ]
     assert h2.session.p.todos.snapshot_json() == '{"todos":[{"content":"wait","status":"in_progress"}]}'
@@ -86,7 +105,11 @@ async def test_open_tool_use_without_tool_started_gets_the_before_text(make_harn
     h2 = make_harness(answers_of([text("ok")]), resume=sid, approver=approver2)
     await h2.session.prompt(_prompt("go on"))
     assert _plain(h2.requests[0]["messages"][-1]["content"])[0] == {
-        "type": "tool_result", "tool_use_id": "toolu_scr_1_1", "content": INTERRUPTED_BEFORE, "is_error": True}
+        "type": "tool_result",
+        "tool_use_id": "toolu_scr_1_1",
+        "content": INTERRUPTED_BEFORE,
+        "is_error": True,
+    }
     assert approver2.requests == []
     audit = [json.loads(x) for x in (data_dir / "sessions" / sid / "audit.jsonl").read_text().splitlines()]
     assert [(r["toolUseId"], r["decidedBy"]) for r in audit] == [("toolu_scr_1_1", "cancel")]
@@ -131,10 +154,15 @@ async def test_resume_rebuilds_byte_identical_tools_system_and_history(make_harn
     again = h2.requests[0]
     n = len(sent["messages"])
     strip = lambda ms: [{**m, "content": _plain(m["content"])} for m in ms]  # noqa: E731
-    assert (json.dumps(again["tools"]), json.dumps(again["system"])) == (json.dumps(sent["tools"]),
-                                                                         json.dumps(sent["system"]))
-    assert strip(again["messages"][:n]) == strip(sent["messages"]) + []
-    assert again["messages"][0]["content"][:2] == [{"type": "text", "text": "one"}, {"type": "text", "text": "two blocks"}]
+    assert (json.dumps(again["tools"]), json.dumps(again["system"])) == (
+        json.dumps(sent["tools"]),
+        json.dumps(sent["system"]),
+    )
+    assert strip(again["messages"][:n]) == strip(sent["messages"])
+    assert again["messages"][0]["content"][:2] == [
+        {"type": "text", "text": "one"},
+        {"type": "text", "text": "two blocks"},
+    ]
 
 
 async def test_compression_state_survives_a_resume(make_harness, workspace: Path, data_dir: Path):

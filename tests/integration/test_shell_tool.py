@@ -98,8 +98,8 @@ def test_capture_cuts_on_utf8_boundaries() -> None:
     cap = OutputCapture(8)
     for chunk in (b"ab\xc3\xa9", b"\xc3\xa9xyz", b"\xc3\xa9\xc3\xa9!"):  # abé + éxyz + éé!
         cap.feed(chunk)
-    assert (cap.total, cap.truncated) == (15, True)
-    assert cap.render() == "abé\n[... 7 of 15 bytes omitted ...]\né!"
+    assert (cap.total, cap.truncated) == (14, True)
+    assert cap.render() == "abé\n[... 7 of 14 bytes omitted ...]\né!"
 
 
 async def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:

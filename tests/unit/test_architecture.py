@@ -80,12 +80,23 @@ def test_testing_package_is_isolated_both_ways() -> None:
     assert (inside, outside) == ([], [])
 
 
-@pytest.mark.parametrize("sdk,owner", [("anthropic", "agentd/providers/anthropic.py"),
-                                       ("openai", "agentd/providers/openai_compat.py")])
+@pytest.mark.parametrize(
+    "sdk,owner",
+    [("anthropic", "agentd/providers/anthropic.py"), ("openai", "agentd/providers/openai_compat.py")],
+)
 def test_sdks_are_imported_lazily_and_only_by_their_provider(sdk: str, owner: str) -> None:
-    users = sorted({_rel(p) for p in _modules() if not _rel(p).startswith("agentd/testing/")
-                    for m, _ in _imports(p) if _first(m) == sdk})
-    at_module_level = sorted({_rel(p) for p in _modules() for m, top in _imports(p) if _first(m) == sdk and top})
+    users = sorted(
+        {
+            _rel(p)
+            for p in _modules()
+            if not _rel(p).startswith("agentd/testing/")
+            for m, _ in _imports(p)
+            if _first(m) == sdk
+        }
+    )
+    at_module_level = sorted(
+        {_rel(p) for p in _modules() for m, top in _imports(p) if _first(m) == sdk and top}
+    )
     assert (users, at_module_level) == ([owner], [])
 
 
@@ -94,7 +105,9 @@ def test_nothing_in_agentd_calls_print() -> None:
         (_rel(p), n.lineno)
         for p in _modules()
         for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id == "print"
         and not _rel(p).startswith("agentd/testing/")
     ]
     assert calls == []
@@ -105,7 +118,9 @@ def test_no_module_level_session_state() -> None:
         (_rel(p), n.lineno)
         for p in _modules()
         for n in ast.parse(p.read_text(encoding="utf-8")).body
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name)
         and n.value.func.id in ("TodoTracker", "Context", "Session", "AuditLog", "Gate", "Grants", "Hooks")
     ]
     assert singletons == []
@@ -115,8 +130,14 @@ def test_every_failpoint_named_in_code_and_tests_is_registered() -> None:
     named: set[str] = set()
     for path in [*_modules(), *(ROOT / "tests").rglob("*.py")]:
         for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("hit", "action")
-                    and isinstance(n.func.value, ast.Name) and n.func.value.id == "failpoints"
-                    and n.args and isinstance(n.args[0], ast.Constant)):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("hit", "action")
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "failpoints"
+                and n.args
+                and isinstance(n.args[0], ast.Constant)
+            ):
                 named.add(str(n.args[0].value))
     assert named - failpoints.POINTS == set()

@@ -29,7 +29,9 @@ def test_every_test_asserts() -> None:
         f"{p.relative_to(TESTS)}::{n.name}"
         for p in _test_files()
         for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test_") and not _asserts(n)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.name.startswith("test_")
+        and not _asserts(n)
     ]
     assert silent == []
 

@@ -201,14 +201,14 @@ def _usage(flat: Flat, hit: int | None, minimum: int) -> dict[str, Any]:
     qualifying = [(flat.cum[p - 1], ttl) for p, ttl in flat.breakpoints if flat.cum[p - 1] >= minimum]
     c = max([a, *(t for t, _ in qualifying)])
     b = max([a, *(t for t, ttl in qualifying if ttl == TTL_1H and t > a)])
+    uncached = flat.total - max(a, c)
     usage = {
-        "input_tokens": flat.total - max(a, c),
+        "input_tokens": uncached,
         "cache_creation_input_tokens": c - a,
         "cache_read_input_tokens": a,
         "cache_creation": {"ephemeral_1h_input_tokens": b - a, "ephemeral_5m_input_tokens": c - b},
     }
-    total = usage["input_tokens"] + usage["cache_creation_input_tokens"] + usage["cache_read_input_tokens"]
-    if total != flat.total:  # the invariant every response asserts
+    if uncached + (c - a) + a != flat.total:  # the invariant every response asserts
         raise AssertionError(f"emulator usage invariant broken: {usage} does not sum to {flat.total}")
     return usage
 

@@ -11,14 +11,21 @@ import copy
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .cache import CacheSim, PrefixCache
 from .clock import Clock
 from .scenario import load_scenario
 from .validate import ApiError
+
+
+class Headers(Protocol):
+    """Case-insensitive request headers (`http.client.HTTPMessage` or a dict with lower-case keys)."""
+
+    def get(self, name: str, default: None = None, /) -> str | None: ...
+
 
 __all__ = ["Core", "Gate", "Plan", "Request", "auth_of", "dumps", "new_entry", "sse_frame"]
 
@@ -37,7 +44,7 @@ def sse_frame(data: Any, event: str | None = None) -> bytes:
     return head.encode() + b"data: " + (data if isinstance(data, bytes) else dumps(data)) + b"\n\n"
 
 
-def auth_of(headers: Mapping[str, str]) -> dict[str, str] | None:
+def auth_of(headers: Headers) -> dict[str, str] | None:
     """The auth scheme and a short sha256 of the key, never the key (TESTING.md §3.2); None if absent.
 
     `x-api-key` (SDK 0.x/1.x) wins over `Authorization: Bearer` (2.x) when both are sent (reported).
@@ -78,7 +85,7 @@ class Request:
     seq: int
     method: str
     path: str
-    headers: Mapping[str, str]
+    headers: Headers
     raw: bytes
     received_at: float
     clock_start: float

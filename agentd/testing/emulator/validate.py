@@ -8,6 +8,7 @@ agentd code and agentd's production code must not import it.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -289,7 +290,7 @@ def _first_is_user(msgs: list[Any]) -> str | None:
 
 def _alternation(msgs: list[Any]) -> str | None:
     # historical first-party API (strict mode); agentd merges same-role messages before sending
-    for prev, msg in zip(msgs, msgs[1:], strict=False):
+    for prev, msg in itertools.pairwise(msgs):
         if prev["role"] == msg["role"]:
             return (
                 'messages: roles must alternate between "user" and "assistant", but found multiple '
