@@ -371,19 +371,22 @@ class AnthropicProvider:
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc) from None
         except anthropic.APIError as exc:
-            raise self._connection_error(exc) from None
+            raise self._connection_error(exc, acc.started) from None
         except Exception as exc:
             if not is_transport_error(exc):
                 raise
-            raise self._connection_error(exc) from None
+            raise self._connection_error(exc, acc.started) from None
         if not acc.finished:
-            raise ProviderError(
-                "Anthropic stream ended before message_stop (connection dropped)",
-                provider=self.name,
-                reason="unavailable",
-                retryable=True,
-            )
+            raise self._dropped()
         return acc.response()
+
+    def _dropped(self) -> ProviderError:
+        return ProviderError(
+            "Anthropic stream ended before message_stop (connection dropped)",
+            provider=self.name,
+            reason="unavailable",
+            retryable=True,
+        )
 
     def _status_error(self, exc: Any) -> ProviderError:
         message = exc.api_message if isinstance(exc.api_message, str) else ""
@@ -400,7 +403,10 @@ class AnthropicProvider:
         log.debug("anthropic: HTTP %s %s", exc.status_code, err.reason)
         return err
 
-    def _connection_error(self, exc: BaseException) -> ProviderError:
+    def _connection_error(self, exc: BaseException, streaming: bool) -> ProviderError:
+        if streaming:
+            log.debug("anthropic: stream cut by %s", type(exc).__name__)
+            return self._dropped()
         return connection_error(
             provider=self.name, service="Anthropic", base_url=self.base_url, exc=exc, secret=self._api_key
         )

@@ -5,10 +5,12 @@ Owns: `ScriptedProvider`, `load_scenario`, `check_scenario`. The scenario format
 pygls, lsprotocol, acp or an adapter.
 
 Behaviour:
-- Answers are consumed in order, one per request. `reply` items `{"text": ...}` / `{"tool_use": {"name", "input"}}`
-  stream as text deltas of 16 characters and `block_done` events; tool ids are `toolu_scr_<answer>_<k>` (answer
-  1-based in the scenario, k 1-based in the reply); message ids `msg_scr_<request>`.
-- `fault: {"http": S, "headers": {...}, "message": M}` raises the `ProviderError` the real providers raise for S
+- Answers are consumed in order, one per request. `reply` items (`{"text": ...}`, `{"tool_use": {"name", "input"}}`,
+  a bare string, or the `{"type": ...}` forms the emulator also reads) stream as text deltas of 16 characters and
+  `block_done` events; tool ids are `toolu_scr_<answer>_<k>` (answer 1-based in the scenario, k 1-based in the
+  reply) unless the item gives an `id`; message ids `msg_scr_<request>`. Unlike the emulator, replies are not
+  capped at `max_tokens`.
+- `fault: {"http": S, "headers": {...}, "message": M}` (or those keys on the answer itself) raises the `ProviderError` the real providers raise for S
   (429 and 5xx/529 retryable, `retry-after-ms` / `retry-after` honoured). `drop_after_events: n` and
   `stream_error_after_events: n` raise a retryable error after n virtual SSE events (message_start, per block a
   start, its deltas and a stop, message_delta, message_stop), after emitting what those events carried.
@@ -99,12 +101,43 @@ def _shape_problem(data: Any) -> str | None:
     return None
 
 
+def _fault_of(answer: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The fault of an answer: its `fault` object, or `http`/`headers`/`message` given at the answer's level."""
+    if "fault" in answer:
+        return answer["fault"] if isinstance(answer["fault"], dict) else {}
+    if "http" in answer:
+        return {k: answer[k] for k in ("http", "headers", "message", "type") if k in answer}
+    return None
+
+
+def _reply_block(item: Any) -> dict[str, Any] | None:
+    """One reply item in history form without an id (a tool_use may carry its own `id`); None if malformed.
+
+    Items: a string, `{"text": s}` (optionally `"type": "text"`), `{"tool_use": {"name", "input"?, "id"?}}` or
+    `{"type": "tool_use", "name", "input"?, "id"?}` (the emulator's forms, TESTING.md §3.3).
+    """
+    if isinstance(item, str):
+        return {"type": "text", "text": item}
+    if not isinstance(item, dict):
+        return None
+    if "text" in item and item.get("type", "text") == "text":
+        return {"type": "text", "text": item["text"]} if isinstance(item["text"], str) else None
+    tool = item.get("tool_use") if "tool_use" in item else item if item.get("type") == "tool_use" else None
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+        return None
+    tool_input = tool.get("input", {})
+    if not isinstance(tool_input, dict) or not isinstance(tool.get("id", ""), str):
+        return None
+    block = {"type": "tool_use", "name": tool["name"], "input": tool_input}
+    return {**block, "id": tool["id"]} if tool.get("id") else block
+
+
 def _answer_problem(answer: Any) -> str | None:
     if not isinstance(answer, dict):
         return " must be an object"
-    if "fault" in answer:
-        fault = answer["fault"]
-        if not isinstance(fault, dict) or not isinstance(fault.get("http"), int):
+    fault = _fault_of(answer)
+    if fault is not None:
+        if not isinstance(fault.get("http"), int):
             return '.fault must be an object with an integer "http" status'
         if not isinstance(fault.get("headers", {}), dict):
             return ".fault.headers must be an object"
@@ -114,19 +147,12 @@ def _answer_problem(answer: Any) -> str | None:
             return None
         return ' must have "reply" or "fault"'
     reply = answer["reply"]
+    if isinstance(reply, str):
+        return None
     if not isinstance(reply, list):
         return f".reply must be {_ITEM_SHAPE}"
     for k, item in enumerate(reply):
-        ok = isinstance(item, dict) and len(item) == 1
-        if ok and "text" in item:
-            ok = isinstance(item["text"], str)
-        elif ok and "tool_use" in item:
-            tool = item["tool_use"]
-            ok = isinstance(tool, dict) and isinstance(tool.get("name"), str)
-            ok = ok and isinstance(tool.get("input", {}), dict)
-        else:
-            ok = False
-        if not ok:
+        if _reply_block(item) is None:
             return f".reply[{k}] must be {_ITEM}"
     if "stop_reason" in answer and not isinstance(answer["stop_reason"], str):
         return ".stop_reason must be a string"
@@ -203,8 +229,9 @@ class ScriptedProvider:
         number = self._next_answer + 1
         answer = answers[self._next_answer]
         self._next_answer += 1
-        if "fault" in answer:
-            raise self._fault(answer["fault"])
+        fault = _fault_of(answer)
+        if fault is not None:
+            raise self._fault(fault)
         return await self._play(msg_id, body, answer, number, on_event)
 
     def _is_compaction(self, request: ModelRequest) -> bool:
@@ -224,24 +251,24 @@ class ScriptedProvider:
         )
 
     def _blocks(self, answer: Mapping[str, Any], number: int) -> tuple[list[dict[str, Any]], list[str]]:
-        blocks: list[dict[str, Any]] = []
         if answer.get("empty_end_turn"):
-            return blocks, []
+            return [], []
+        reply = answer.get("reply") or []
+        items = [reply] if isinstance(reply, str) else reply
+        blocks: list[dict[str, Any]] = []
         k = 0
-        for item in answer.get("reply") or []:
-            if "text" in item:
-                blocks.append({"type": "text", "text": item["text"]})
-            else:
+        for item in items:
+            block = _reply_block(item)
+            assert block is not None  # checked by check_scenario
+            if block["type"] == "tool_use":
                 k += 1
-                tool = item["tool_use"]
-                blocks.append(
-                    {
-                        "type": "tool_use",
-                        "id": f"toolu_scr_{number}_{k}",
-                        "name": tool["name"],
-                        "input": tool.get("input", {}),
-                    }
-                )
+                block = {
+                    "type": "tool_use",
+                    "id": block.get("id") or f"toolu_scr_{number}_{k}",
+                    "name": block["name"],
+                    "input": block["input"],
+                }
+            blocks.append(block)
         truncated: list[str] = []
         if answer.get("truncate_tool_json"):
             last = max((i for i, b in enumerate(blocks) if b["type"] == "tool_use"), default=None)
@@ -253,12 +280,15 @@ class ScriptedProvider:
         self, msg_id: str, body: dict[str, Any], answer: Mapping[str, Any], number: int, on_event: OnEvent
     ) -> ModelResponse:
         blocks, truncated = self._blocks(answer, number)
-        if "stop_reason" in answer:
-            stop_reason = str(answer["stop_reason"])
-        elif "refusal" in answer:
-            stop_reason = "refusal"
-        else:
+        stop_reason = str(answer.get("stop_reason") or "")
+        if not stop_reason:
             stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+        if "refusal" in answer:
+            stop_reason = "refusal"
+        if answer.get("empty_end_turn"):
+            stop_reason = "end_turn"
+        if answer.get("truncate_tool_json") and truncated:
+            stop_reason = "max_tokens"
         cut = answer.get("drop_after_events", answer.get("stream_error_after_events"))
         try:
             for n, event in enumerate(_virtual_events(blocks), start=1):

@@ -6,7 +6,7 @@ Every open goes through `agentd.tools.paths` (containment, CONTRACTS.md §11 "Pa
 is raised as `PathRefused` and its `.text()` is the model's tool_result. Other failures (missing file,
 binary file, edit not found) are `is_error` results. Writes go to disk atomically (`paths.atomic_write`);
 the "before" side of a diff and `read_file` use the unsaved editor buffer when `ctx.documents` has one.
-Imports only the standard library, pydantic, pathspec and `agentd.tools`; never pygls, lsprotocol, acp or
+Imports only the standard library, pydantic and `agentd.tools`; never pygls, lsprotocol, acp or
 `agentd.adapters`.
 """
 
@@ -16,27 +16,18 @@ import difflib
 import errno
 import io
 import os
-import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
-import pathspec
 from pydantic import Field
 
 from agentd.tools.base import Preview, StrictInput, Tool, ToolContext, ToolOutput
-from agentd.tools.paths import (
-    atomic_write,
-    containing_root,
-    display_path,
-    open_dir,
-    open_for_read,
-    resolve_in_workspace,
-)
+from agentd.tools.paths import atomic_write, display_path, list_tree, open_for_read, resolve_in_workspace
 
 BINARY_SNIFF_BYTES = 8192
 LIST_MAX_ENTRIES = 1000
 LIST_MAX_DEPTH = 10
-GITIGNORE_MAX_BYTES = 1 << 20
 
 
 def truncation_marker(omitted: int, total: int) -> str:
@@ -100,6 +91,20 @@ def _load_text(raw: str, ctx: ToolContext) -> tuple[Path, str | None]:
         raise _NotText from None
 
 
+class _PathTool(Tool):
+    """A tool whose `path` argument is checked for containment before the permission gate."""
+
+    verb: ClassVar[str]
+    for_write: ClassVar[bool] = False
+
+    def title(self, args: Any) -> str:
+        return f"{self.verb} {args.path}"
+
+    def check(self, args: Any, ctx: ToolContext) -> None:
+        """Raises `PathRefused` (CONTRACTS.md §11) when `args.path` escapes the workspace."""
+        resolve_in_workspace(args.path, ctx.roots, for_write=self.for_write)
+
+
 # --- read_file -------------------------------------------------------------------------------------
 
 
@@ -116,7 +121,7 @@ def _window(f: BinaryIO, size: int, offset: int, limit: int | None, cap: int) ->
     lines in the file when the scan reached its end, else -1). Memory stays O(cap)."""
     first, idx, pos, begin, total = offset - 1, 0, 0, -1, 0
     kept = bytearray()
-    piece = b""
+    last = b""
     while limit is None or idx < first + limit:
         if idx >= first and begin < 0:
             begin = pos
@@ -124,7 +129,8 @@ def _window(f: BinaryIO, size: int, offset: int, limit: int | None, cap: int) ->
             return bytes(kept), size - begin, -1
         piece = f.readline(65536)
         if not piece:
-            return bytes(kept), total, idx
+            return bytes(kept), total, idx + (1 if last and not last.endswith(b"\n") else 0)
+        last = piece
         pos += len(piece)
         if idx >= first:
             total += len(piece)
@@ -149,7 +155,7 @@ def _cut(kept: bytes, cap: int) -> bytes:
     return body[:end] if end else body
 
 
-class ReadFile(Tool):
+class ReadFile(_PathTool):
     """`read_file`: numbered lines of a text file, windowed by `offset`/`limit`, capped at
     `ctx.read_max_bytes` of file bytes (the truncation marker follows the last line)."""
 
@@ -165,49 +171,30 @@ class ReadFile(Tool):
     effect = "read"
     kind = "read"
     Input = ReadFileInput
-
-    def title(self, args: Any) -> str:
-        return f"Read {args.path}"
-
-    def check(self, args: Any, ctx: ToolContext) -> None:
-        resolve_in_workspace(args.path, ctx.roots, for_write=False)
+    verb = "Read"
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         real = resolve_in_workspace(args.path, ctx.roots, for_write=False)
         offset, cap = args.offset or 1, ctx.read_max_bytes
-        buf = _buffer(ctx, real)
         try:
-            if buf is not None:
-                data = buf.encode("utf-8", "surrogatepass")
-                source, sniff, window = (
-                    "buffer",
-                    data,
-                    _window(io.BytesIO(data), len(data), offset, args.limit, cap),
-                )
-            else:
-                source = "disk"
-                with open_for_read(args.path, ctx.roots) as f:
-                    sniff = f.read(BINARY_SNIFF_BYTES)
-                    f.seek(0)
-                    window = _window(f, os.fstat(f.fileno()).st_size, offset, args.limit, cap)
+            source, sniff, (kept, total, file_lines) = _scan(args.path, real, ctx, offset, args.limit)
         except OSError as exc:
             return _os_error(args.path, exc)
-        kept, total, file_lines = window
         body = _cut(kept, cap) if total > cap else kept
         try:
-            if b"\0" in sniff[:BINARY_SNIFF_BYTES]:
-                raise UnicodeDecodeError("utf-8", b"", 0, 1, "NUL byte")
-            text = body.decode("utf-8")
+            text = body.decode("utf-8") if b"\0" not in sniff else None
         except UnicodeDecodeError:
+            text = None
+        if text is None:
             return _not_text(args.path, "read_file")
         if total == 0 and offset > 1:
-            msg = f"offset {offset} is past the end of {args.path} ({file_lines} lines)."
+            noun = "line" if file_lines == 1 else "lines"
+            msg = f"offset {offset} is past the end of {args.path} ({file_lines} {noun})."
             return ToolOutput(content=msg, is_error=True)
         lines = text.split("\n")
         if text.endswith("\n") or not text:
             lines.pop()
-        numbered = "\n".join(f"{offset + i:>6}\t{line}" for i, line in enumerate(lines))
-        content = numbered if total else "(empty file)"
+        content = "\n".join(f"{offset + i:>6}\t{line}" for i, line in enumerate(lines)) or "(empty file)"
         if total > cap:
             content += truncation_marker(total - len(body), total)
         return ToolOutput(
@@ -218,6 +205,21 @@ class ReadFile(Tool):
         )
 
 
+def _scan(
+    raw: str, real: Path, ctx: ToolContext, offset: int, limit: int | None
+) -> tuple[str, bytes, tuple[bytes, int, int]]:
+    """(source "buffer"|"disk", the first 8 KiB for the NUL sniff, `_window(...)`)."""
+    buf = _buffer(ctx, real)
+    if buf is not None:
+        data = buf.encode("utf-8", "surrogatepass")
+        window = _window(io.BytesIO(data), len(data), offset, limit, ctx.read_max_bytes)
+        return "buffer", data[:BINARY_SNIFF_BYTES], window
+    with open_for_read(raw, ctx.roots) as f:
+        sniff = f.read(BINARY_SNIFF_BYTES)
+        f.seek(0)
+        return "disk", sniff, _window(f, os.fstat(f.fileno()).st_size, offset, limit, ctx.read_max_bytes)
+
+
 # --- list_dir --------------------------------------------------------------------------------------
 
 
@@ -226,61 +228,13 @@ class ListDirInput(StrictInput):
         ".", description="Directory to list, relative to the workspace root. Default: the root."
     )
     depth: int = Field(
-        1, ge=1, description=f"How many levels to list: 1 = its entries only (default); at most {LIST_MAX_DEPTH}."
+        1,
+        ge=1,
+        description=f"How many levels to list: 1 = its entries only (default); at most {LIST_MAX_DEPTH}.",
     )
 
 
-_Specs = list[tuple[str, pathspec.GitIgnoreSpec]]
-
-
-def _gitignore(dfd: int) -> pathspec.GitIgnoreSpec | None:
-    try:
-        fd = os.open(".gitignore", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(GITIGNORE_MAX_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
-
-
-def _ignored(specs: _Specs, rel: str, is_dir: bool) -> bool:
-    """Git semantics, deepest `.gitignore` first: the first one with a matching pattern decides."""
-    for base, spec in reversed(specs):
-        sub = rel[len(base) + 1 :] if base else rel
-        result = spec.check_file(sub + "/" if is_dir else sub)
-        if result.include is not None:
-            return bool(result.include)
-    return False
-
-
-def _walk(dfd: int, here: str, prefix: str, depth: int, specs: _Specs, out: list[str]) -> bool:
-    """Append entries of `dfd` (at `here`, relative to the real root) to `out`; True when the cap is hit."""
-    spec = _gitignore(dfd)
-    specs = [*specs, (here, spec)] if spec is not None else specs
-    with os.scandir(dfd) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for entry in entries:
-        is_dir = entry.is_dir(follow_symlinks=False)
-        rel = f"{here}/{entry.name}" if here else entry.name
-        if entry.name == ".git" or _ignored(specs, rel, is_dir):
-            continue
-        if len(out) >= LIST_MAX_ENTRIES:
-            return True
-        out.append(prefix + entry.name + ("/" if is_dir else "@" if entry.is_symlink() else ""))
-        if is_dir and depth > 1:
-            try:
-                sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
-            except OSError:
-                continue
-            try:
-                if _walk(sub, rel, f"{prefix}{entry.name}/", depth - 1, specs, out):
-                    return True
-            finally:
-                os.close(sub)
-    return False
-
-
-class ListDir(Tool):
+class ListDir(_PathTool):
     """`list_dir`: a sorted listing that skips `.git` and what `.gitignore` files ignore."""
 
     name = "list_dir"
@@ -294,53 +248,28 @@ class ListDir(Tool):
     effect = "read"
     kind = "read"
     Input = ListDirInput
+    verb = "List"
 
     def title(self, args: Any) -> str:
         return f"List {args.path.rstrip('/') or '/'}/"
 
-    def check(self, args: Any, ctx: ToolContext) -> None:
-        resolve_in_workspace(args.path, ctx.roots, for_write=False)
-
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         real = resolve_in_workspace(args.path, ctx.roots, for_write=False)
-        root = containing_root(real, ctx.roots) or str(real)
-        here = "" if str(real) == root else os.path.relpath(real, root).replace(os.sep, "/")
-        out: list[str] = []
         try:
-            specs = self._ancestor_specs(root, here, ctx)
-            fd = open_dir(args.path, ctx.roots)
+            out, truncated = list_tree(
+                args.path, ctx.roots, min(args.depth, LIST_MAX_DEPTH), LIST_MAX_ENTRIES
+            )
         except OSError as exc:
             return _os_error(args.path, exc)
-        try:
-            truncated = _walk(fd, here, "", min(args.depth, LIST_MAX_DEPTH), specs, out)
-        finally:
-            os.close(fd)
         content = "\n".join(out) if out else "(empty directory)"
         if truncated:
             content += f"\n[... listing stopped at {LIST_MAX_ENTRIES} entries; list a subdirectory ...]"
-        rel = display_path(real, ctx.roots)
         return ToolOutput(
             content=content,
-            title=f"List {rel}/",
+            title=f"List {display_path(real, ctx.roots)}/",
             locations=[{"path": str(real)}],
             raw_output={"entries": len(out), "truncated": truncated},
         )
-
-    @staticmethod
-    def _ancestor_specs(root: str, here: str, ctx: ToolContext) -> _Specs:
-        """`.gitignore` specs of the real root and each directory between it and the listed one."""
-        parts = here.split("/") if here else []
-        specs: _Specs = []
-        for i in range(len(parts)):
-            base = "/".join(parts[:i])
-            fd = open_dir(os.path.join(root, *parts[:i]), ctx.roots)
-            try:
-                spec = _gitignore(fd)
-            finally:
-                os.close(fd)
-            if spec is not None:
-                specs.append((base, spec))
-        return specs
 
 
 # --- write_file and edit_file ----------------------------------------------------------------------
@@ -370,7 +299,33 @@ def _write(raw: str, real: Path, old: str | None, new: str, ctx: ToolContext, li
     )
 
 
-class WriteFile(Tool):
+class _EditProblem(Exception):
+    """An edit that cannot apply; `str()` is the model-facing text."""
+
+
+def _planned(plan: tuple[str, int, int] | str) -> tuple[str, int, int]:
+    if isinstance(plan, str):
+        raise _EditProblem(plan)
+    return plan
+
+
+def _diff_preview(verb: str, raw: str, ctx: ToolContext, new_of: Callable[[str | None], str]) -> Preview:
+    """The approval preview of a write (CONTRACTS.md §5): path and unified diff, or why there is none."""
+    real = resolve_in_workspace(raw, ctx.roots, for_write=True)
+    rel = display_path(real, ctx.roots)
+    try:
+        _, old = _load_text(raw, ctx)
+        new = new_of(old)
+    except (OSError, _NotText):
+        return Preview(summary=f"{verb} {rel} (not a readable text file)", path=str(real))
+    except _EditProblem as exc:
+        return Preview(summary=f"{verb} {rel} ({exc})", path=str(real))
+    note = " (new file)" if old is None else ""
+    diff = unified_diff(rel, old, new)
+    return Preview(summary=f"{verb} {rel}{note}", path=str(real), diff=diff, old_text=old, new_text=new)
+
+
+class WriteFile(_PathTool):
     """`write_file`: create or replace a whole file; parent directories are created inside the workspace."""
 
     name = "write_file"
@@ -382,27 +337,10 @@ class WriteFile(Tool):
     effect = "write"
     kind = "edit"
     Input = WriteFileInput
-
-    def title(self, args: Any) -> str:
-        return f"Write {args.path}"
-
-    def check(self, args: Any, ctx: ToolContext) -> None:
-        resolve_in_workspace(args.path, ctx.roots, for_write=True)
+    verb, for_write = "Write", True
 
     async def preview(self, args: Any, ctx: ToolContext) -> Preview:
-        real = resolve_in_workspace(args.path, ctx.roots, for_write=True)
-        rel = display_path(real, ctx.roots)
-        try:
-            _, old = _load_text(args.path, ctx)
-        except (OSError, _NotText):
-            return Preview(summary=f"Write {rel} (replaces a file that is not text)", path=str(real))
-        return Preview(
-            summary=f"Write {rel}" + (" (new file)" if old is None else ""),
-            path=str(real),
-            diff=unified_diff(rel, old, args.content),
-            old_text=old,
-            new_text=args.content,
-        )
+        return _diff_preview("Write", args.path, ctx, lambda old: args.content)
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         try:
@@ -455,7 +393,7 @@ def plan_edit(raw: str, old: str | None, args: EditFileInput) -> tuple[str, int,
     return new, (count if args.replace_all else 1), line
 
 
-class EditFile(Tool):
+class EditFile(_PathTool):
     """`edit_file`: exact string replacement in a text file."""
 
     name = "edit_file"
@@ -469,30 +407,10 @@ class EditFile(Tool):
     effect = "write"
     kind = "edit"
     Input = EditFileInput
-
-    def title(self, args: Any) -> str:
-        return f"Edit {args.path}"
-
-    def check(self, args: Any, ctx: ToolContext) -> None:
-        resolve_in_workspace(args.path, ctx.roots, for_write=True)
+    verb, for_write = "Edit", True
 
     async def preview(self, args: Any, ctx: ToolContext) -> Preview:
-        real = resolve_in_workspace(args.path, ctx.roots, for_write=True)
-        rel = display_path(real, ctx.roots)
-        try:
-            _, old = _load_text(args.path, ctx)
-        except (OSError, _NotText):
-            return Preview(summary=f"Edit {rel} (not a readable text file)", path=str(real))
-        plan = plan_edit(args.path, old, args)
-        if isinstance(plan, str):
-            return Preview(summary=f"Edit {rel} ({plan})", path=str(real))
-        return Preview(
-            summary=f"Edit {rel}",
-            path=str(real),
-            diff=unified_diff(rel, old, plan[0]),
-            old_text=old,
-            new_text=plan[0],
-        )
+        return _diff_preview("Edit", args.path, ctx, lambda old: _planned(plan_edit(args.path, old, args))[0])
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         try:

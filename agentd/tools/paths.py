@@ -1,9 +1,10 @@
 """Workspace containment: every path a tool touches is checked here (CONTRACTS.md §11 "Path refused",
 TESTING.md §4.5 "Path escapes").
 
-Owns: `resolve_in_workspace` (the check), `open_for_read`, `open_dir` and `atomic_write` (the only ways the
-fs tools open files), plus `real_roots`, `containing_root` and `display_path`. Imports only the standard
-library, `agentd.failpoints` and `agentd.tools.base`; never pygls, lsprotocol, acp or `agentd.adapters`.
+Owns: `resolve_in_workspace` (the check), `open_for_read`, `open_dir`, `atomic_write` and `list_tree` (the
+only ways the fs tools open files and directories), plus `real_roots`, `containing_root` and
+`display_path`. Imports only the standard library, pathspec, `agentd.failpoints` and `agentd.tools.base`;
+never pygls, lsprotocol, acp or `agentd.adapters`.
 
 Rules (all refusals raise `PathRefused(raw, roots[0])`, whose `.text()` is the model-facing text):
 - a relative path is joined to `roots[0]`; an absolute one must lie lexically inside a root (as given or
@@ -30,11 +31,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
+import pathspec
+
 from agentd import failpoints
 from agentd.tools.base import PathRefused
 
 PATH_MAX_BYTES = 4096
 NAME_MAX_BYTES = 255
+GITIGNORE_MAX_BYTES = 1 << 20
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -247,3 +251,80 @@ def _refuse_target(st: os.stat_result | None, raw: str, roots: RootsArg) -> None
         raise PathRefused(raw, roots[0], "symlink")
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", raw)
+
+
+# --- directory listing (list_dir) ----------------------------------------------------------------------
+
+_Specs = list[tuple[str, pathspec.GitIgnoreSpec]]
+
+
+def list_tree(path: str | Path, roots: RootsArg, depth: int, max_entries: int) -> tuple[list[str], bool]:
+    """List the model-given directory `path` down to `depth` levels (1 = its entries) without following
+    symlinks: entries relative to it, sorted by name, pre-order, directories with `/`, links with `@`.
+    `.git` and what `.gitignore` files (from the root down) ignore are left out (git semantics, pathspec's
+    `GitIgnoreSpec`). Returns (entries, True if stopped at `max_entries`). Raises like `open_dir`."""
+    raw, root, parts = _recheck(path, roots, for_write=False)
+    specs: _Specs = []
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for i, part in enumerate(parts):  # the ancestors' .gitignore files, one O_NOFOLLOW step at a time
+            _add_gitignore(specs, "/".join(parts[:i]), fd)
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:
+                raise _refuse_on_link(exc, raw, roots, fd, part) from None
+            os.close(fd)
+            fd = nxt
+        out: list[str] = []
+        return out, _walk(fd, "/".join(parts), "", depth, specs, out, max_entries)
+    finally:
+        os.close(fd)
+
+
+def _add_gitignore(specs: _Specs, base: str, dfd: int) -> _Specs:
+    try:
+        fd = os.open(".gitignore", _READ_FLAGS, dir_fd=dfd)
+    except OSError:
+        return specs
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(GITIGNORE_MAX_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    specs.append((base, pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())))
+    return specs
+
+
+def _ignored(specs: _Specs, rel: str, is_dir: bool) -> bool:
+    """Git semantics, deepest `.gitignore` first: the first one with a matching pattern decides."""
+    for base, spec in reversed(specs):
+        sub = rel[len(base) + 1 :] if base else rel
+        result = spec.check_file(sub + "/" if is_dir else sub)
+        if result.include is not None:
+            return bool(result.include)
+    return False
+
+
+def _walk(dfd: int, here: str, prefix: str, depth: int, specs: _Specs, out: list[str], cap: int) -> bool:
+    """Append the entries of `dfd` (at `here`, relative to the real root) to `out`; True at the cap."""
+    specs = _add_gitignore(list(specs), here, dfd)
+    with os.scandir(dfd) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        is_dir = entry.is_dir(follow_symlinks=False)
+        rel = f"{here}/{entry.name}" if here else entry.name
+        if entry.name == ".git" or _ignored(specs, rel, is_dir):
+            continue
+        if len(out) >= cap:
+            return True
+        out.append(prefix + entry.name + ("/" if is_dir else "@" if entry.is_symlink() else ""))
+        if is_dir and depth > 1:
+            try:
+                sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dfd)
+            except OSError:
+                continue
+            try:
+                if _walk(sub, rel, f"{prefix}{entry.name}/", depth - 1, specs, out, cap):
+                    return True
+            finally:
+                os.close(sub)
+    return False

@@ -114,10 +114,13 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-async def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
+async def kill_group(
+    pgid: int, proc: subprocess.Popen[bytes] | None = None, grace_s: float = KILL_GRACE_S
+) -> None:
     """SIGTERM the process group `pgid`, then SIGKILL it after `grace_s` seconds if any member is left.
 
-    The SIGKILL is sent even if this coroutine is cancelled during the grace period.
+    `proc` (the group leader, our child) is reaped as soon as it exits, so its zombie does not count as a
+    member. The SIGKILL is sent even if this coroutine is cancelled during the grace period.
     """
     if not _signal_group(pgid, signal.SIGTERM):
         return
@@ -126,6 +129,8 @@ async def kill_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
         deadline = time.monotonic() + grace_s
         while alive and time.monotonic() < deadline:
             await asyncio.sleep(_POLL_S)
+            if proc is not None:
+                proc.poll()
             alive = _signal_group(pgid, 0)
     finally:
         if alive:
@@ -174,6 +179,8 @@ def _set_done(fut: asyncio.Future[None]) -> None:
 async def wait_exit(proc: subprocess.Popen[bytes]) -> int:
     """Wait until `proc` exits (not until its pipe closes: background jobs may hold it); reap it and
     return its return code (negative: killed by that signal). Uses a pidfd on Linux, else a thread."""
+    if proc.poll() is not None:
+        return proc.wait()
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):
@@ -251,7 +258,7 @@ class RunCommand(Tool):
                 code = await asyncio.wait_for(wait_exit(proc), timeout)
             except TimeoutError:
                 timed_out = True
-            await kill_group(proc.pid)  # after a timeout, and any background job left behind
+            await kill_group(proc.pid, proc)  # after a timeout, and any background job left behind
             if timed_out:
                 code = await self._reap(proc)
             await reader.drain(_DRAIN_S)
@@ -274,7 +281,7 @@ class RunCommand(Tool):
     async def _cancelled(proc: subprocess.Popen[bytes]) -> None:
         """Kill the group on cancellation; the final SIGKILL is sent even if cancelled again."""
         try:
-            await kill_group(proc.pid)
+            await kill_group(proc.pid, proc)
             await asyncio.wait_for(wait_exit(proc), _DRAIN_S)
         except (TimeoutError, asyncio.CancelledError):
             _signal_group(proc.pid, signal.SIGKILL)

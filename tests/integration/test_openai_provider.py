@@ -36,7 +36,12 @@ HISTORY = [
         "content": [
             {"type": "text", "text": "Reading both."},
             {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "a.txt"}},
-            {"type": "tool_use", "id": "call_2", "name": "read_file", "input": {"_invalid_json": "{path: b}"}},
+            {
+                "type": "tool_use",
+                "id": "call_2",
+                "name": "read_file",
+                "input": {"_invalid_json": "{path: b}"},
+            },
         ],
         "reasoning_content": "The user wants two files.",
     },
@@ -44,12 +49,19 @@ HISTORY = [
         "role": "user",
         "content": [
             {"type": "tool_result", "tool_use_id": "call_1", "content": "alpha"},
-            {"type": "tool_result", "tool_use_id": "call_2", "content": [{"type": "text", "text": "bad input"}],
-             "is_error": True},
+            {
+                "type": "tool_result",
+                "tool_use_id": "call_2",
+                "content": [{"type": "text", "text": "bad input"}],
+                "is_error": True,
+            },
             {"type": "text", "text": "<reminder>", "cache_control": {"type": "ephemeral"}},
         ],
     },
-    {"role": "assistant", "content": [{"type": "tool_use", "id": "call_3", "name": "read_file", "input": {"path": "c"}}]},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "call_3", "name": "read_file", "input": {"path": "c"}}],
+    },
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_3", "content": "gamma"}]},
 ]
 
@@ -65,9 +77,16 @@ def test_translation_to_chat_completions() -> None:
                 "role": "assistant",
                 "content": "Reading both.",
                 "tool_calls": [
-                    {"id": "call_1", "type": "function",
-                     "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}},
-                    {"id": "call_2", "type": "function", "function": {"name": "read_file", "arguments": "{path: b}"}},
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": "{path: b}"},
+                    },
                 ],
                 "reasoning_content": "The user wants two files.",
             },
@@ -78,7 +97,11 @@ def test_translation_to_chat_completions() -> None:
                 "role": "assistant",
                 "content": "",
                 "tool_calls": [
-                    {"id": "call_3", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "c"}'}}
+                    {
+                        "id": "call_3",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "c"}'},
+                    }
                 ],
             },
             {"role": "tool", "tool_call_id": "call_3", "content": "gamma"},
@@ -89,7 +112,11 @@ def test_translation_to_chat_completions() -> None:
                 "function": {
                     "name": "read_file",
                     "description": "Read a file.",
-                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"path": {"type": "string"}},
+                        "required": ["path"],
+                    },
                 },
             }
         ],
@@ -116,9 +143,9 @@ def test_tool_calls_from_text() -> None:
     assert tool_calls_from_text('```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```', names) == [
         ("read_file", {"path": "a"})
     ]
-    assert tool_calls_from_text('  {"name": "read_file", "parameters": "{\\"path\\": \\"b\\"}"}\n', names) == [
-        ("read_file", {"path": "b"})
-    ]
+    assert tool_calls_from_text(
+        '  {"name": "read_file", "parameters": "{\\"path\\": \\"b\\"}"}\n', names
+    ) == [("read_file", {"path": "b"})]
     assert tool_calls_from_text('[{"name": "read_file", "input": {"path": "c"}}]', names) == [
         ("read_file", {"path": "c"})
     ]

@@ -142,7 +142,9 @@ ESCAPES: list[tuple[str, str, Callable[[Layout], str]]] = [
 
 
 @pytest.mark.parametrize(("op", "make_raw"), [(op, f) for _, op, f in ESCAPES], ids=[c[0] for c in ESCAPES])
-def test_escape_is_refused_with_the_exact_text(layout: Layout, op: str, make_raw: Callable[[Layout], str]) -> None:
+def test_escape_is_refused_with_the_exact_text(
+    layout: Layout, op: str, make_raw: Callable[[Layout], str]
+) -> None:
     raw = make_raw(layout)
     before_outside, before_etc = snapshot(layout.outside), os.listdir("/etc")
     with pytest.raises(PathRefused) as err:
@@ -225,7 +227,9 @@ def _swap_dir_for_link(layout: Layout, name: str) -> Callable[[str], None]:
 
 
 @pytest.mark.parametrize(
-    ("op", "raw"), [("write", "sub/new.txt"), ("read", "sub/b.txt"), ("list", "sub")], ids=["write", "read", "list"]
+    ("op", "raw"),
+    [("write", "sub/new.txt"), ("read", "sub/b.txt"), ("list", "sub")],
+    ids=["write", "read", "list"],
 )
 def test_toctou_dir_swapped_for_symlink_is_refused(
     layout: Layout, monkeypatch: pytest.MonkeyPatch, op: str, raw: str
@@ -239,7 +243,9 @@ def test_toctou_dir_swapped_for_symlink_is_refused(
     assert snapshot(layout.outside) == before
 
 
-def test_toctou_after_the_recheck_is_caught_by_o_nofollow(layout: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_toctou_after_the_recheck_is_caught_by_o_nofollow(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A swap after the second containment check still fails: the chain is opened with O_NOFOLLOW."""
     real_resolve = paths.resolve_in_workspace
     calls: list[str] = []
@@ -301,7 +307,9 @@ def test_atomic_write_keeps_mode_and_leaves_no_temp(layout: Layout) -> None:
     atomic_write("run.sh", b"#!/bin/sh\necho hi\n", [layout.ws])
     atomic_write("private.txt", b"q\n", [layout.ws])
     atomic_write("deep/er/new.txt", b"n\n", [layout.ws])
-    modes = {p: stat.S_IMODE((layout.ws / p).stat().st_mode) for p in ("run.sh", "private.txt", "deep/er/new.txt")}
+    modes = {
+        p: stat.S_IMODE((layout.ws / p).stat().st_mode) for p in ("run.sh", "private.txt", "deep/er/new.txt")
+    }
     assert modes == {"run.sh": 0o755, "private.txt": 0o600, "deep/er/new.txt": 0o644}
     assert script.read_text() == "#!/bin/sh\necho hi\n"
     leftovers = [n for _, _, files in os.walk(layout.ws) for n in files if n.endswith(".tmp")]

@@ -12,9 +12,11 @@ import pytest
 
 from agentd.core.clock import ManualClock
 from agentd.errors import ConfigError, MissingCredentials, ProviderError
+from agentd.providers.anthropic import AnthropicProvider
 from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, Usage, run_with_retries
 from agentd.providers.factory import make_provider
 from agentd.providers.models import DEFAULT_WINDOW_TOKENS, context_window
+from agentd.providers.openai_compat import OpenAICompatProvider
 from agentd.providers.scripted import DEFAULT_SUMMARY, ScriptedProvider, load_scenario
 
 TOOLS = [{"name": "read_file", "description": "Read a file.", "input_schema": {"type": "object"}}]
@@ -319,24 +321,29 @@ def test_factory_missing_credentials() -> None:
 
 def test_factory_builds_each_provider() -> None:
     anthropic_p = make_provider("anthropic", env={"ANTHROPIC_API_KEY": "k-123456"})
-    assert (type(anthropic_p).__name__, anthropic_p.model, getattr(anthropic_p, "base_url")) == (
-        "AnthropicProvider",
+    assert isinstance(anthropic_p, AnthropicProvider)
+    assert (anthropic_p.model, anthropic_p.base_url, anthropic_p.api_key_env) == (
         "claude-sonnet-4-6",
         None,
+        "ANTHROPIC_API_KEY",
     )
     local = make_provider(
-        "openai", model="qwen2.5-coder", base_url="http://127.0.0.1:11434/v1", openai_options={"seed": 7}, env={}
+        "openai",
+        model="qwen2.5-coder",
+        base_url="http://127.0.0.1:11434/v1",
+        openai_options={"seed": 7},
+        env={},
     )
-    assert (type(local).__name__, local.model, getattr(local, "seed"), getattr(local, "temperature")) == (
-        "OpenAICompatProvider",
-        "qwen2.5-coder",
-        7,
-        None,
+    assert isinstance(local, OpenAICompatProvider)
+    assert (local.model, local.seed, local.temperature) == ("qwen2.5-coder", 7, None)
+    from_env = make_provider(
+        "openai", env={"OPENAI_API_KEY": "k-1", "OPENAI_BASE_URL": "http://localhost:8080/v1"}
     )
-    from_env = make_provider("openai", env={"OPENAI_API_KEY": "k-1", "OPENAI_BASE_URL": "http://localhost:8080/v1"})
-    assert (from_env.model, getattr(from_env, "base_url")) == ("gpt-4o-mini", "http://localhost:8080/v1")
+    assert isinstance(from_env, OpenAICompatProvider)
+    assert (from_env.model, from_env.base_url) == ("gpt-4o-mini", "http://localhost:8080/v1")
     scripted = make_provider("scripted", scenario={"answers": []}, env={})
-    assert (type(scripted).__name__, scripted.model) == ("ScriptedProvider", "scripted")
+    assert isinstance(scripted, ScriptedProvider)
+    assert scripted.model == "scripted"
 
 
 def test_model_windows() -> None:
