@@ -149,7 +149,7 @@ def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -
         if len(kept) != len(rules):
             warnings.append(f"{path}: 'allow' rules are not allowed in a workspace config; ignored")
         perms["rules"] = kept
-    if perms:
+    if "permissions" in data:  # also when emptied: the original section must not survive
         data["permissions"] = perms
     return data
 

@@ -142,7 +142,7 @@ def connection_error(
     """A retryable `unavailable` error for a refused connection, a timeout or a stream cut mid-way."""
     where = f" at {base_url}" if base_url else ""
     return ProviderError(
-        scrub(f"Cannot reach {service}{where} ({type(exc).__name__}: {exc})", secret),
+        scrub(f"{service} is unreachable{where} ({type(exc).__name__}: {exc})", secret),
         provider=provider,
         reason="unavailable",
         retryable=True,

@@ -287,6 +287,7 @@ class ChatAccumulator:
     ) -> None:
         self.id = ""
         self.model = ""
+        self.started = False
         self.finish_reason: str | None = None
         self.usage: Usage = usage_from_openai(None)
         self.reasoning: list[str] | None = None
@@ -298,6 +299,7 @@ class ChatAccumulator:
         self._next_text_call_id = next_text_call_id or itertools.count(1)
 
     def feed(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
+        self.started = True
         self.id = self.id or str(chunk.get("id") or "")
         self.model = self.model or str(chunk.get("model") or "")
         if isinstance(chunk.get("usage"), Mapping):
@@ -477,20 +479,15 @@ class OpenAICompatProvider:
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APIConnectionError as exc:
-            raise self._connection_error(exc) from None
+            raise self._connection_error(exc, acc.started) from None
         except openai.APIError as exc:
             raise self._stream_error(exc) from None
         except Exception as exc:
             if not is_transport_error(exc):
                 raise
-            raise self._connection_error(exc) from None
+            raise self._connection_error(exc, acc.started) from None
         if acc.finish_reason is None:
-            raise ProviderError(
-                f"{self._service}: the stream ended before a finish_reason (connection dropped)",
-                provider=self.name,
-                reason="unavailable",
-                retryable=True,
-            )
+            raise self._dropped()
         response, events = acc.finish()
         for out in events:
             on_event(out)
@@ -522,9 +519,21 @@ class OpenAICompatProvider:
             error_type=exc.type if isinstance(exc.type, str) else None,
         )
 
-    def _connection_error(self, exc: BaseException) -> ProviderError:
+    def _dropped(self) -> ProviderError:
+        return ProviderError(
+            f"{self._service}: the stream ended before a finish_reason (connection dropped)",
+            provider=self.name,
+            reason="unavailable",
+            retryable=True,
+        )
+
+    def _connection_error(self, exc: BaseException, streaming: bool) -> ProviderError:
+        if streaming:
+            log.debug("openai: stream cut by %s", type(exc).__name__)
+            return self._dropped()
+        # the service label already names a non-default base URL
         return connection_error(
-            provider=self.name, service=self._service, base_url=self.base_url, exc=exc, secret=self._api_key
+            provider=self.name, service=self._service, base_url=None, exc=exc, secret=self._api_key
         )
 
     async def aclose(self) -> None:

@@ -101,7 +101,7 @@ def resolve_in_workspace(raw: str, roots: RootsArg, *, for_write: bool) -> Path:
     if not any(_within(real, r) for r in reals):
         refuse.why = "outside"
         raise refuse
-    if for_write and os.path.islink(joined.rstrip(os.sep) or os.sep):
+    if for_write and lexical not in given and os.path.islink(joined.rstrip(os.sep) or os.sep):
         refuse.why = "symlink"
         raise refuse
     return Path(real)

@@ -217,8 +217,8 @@ class RunCommand(Tool):
         "Run a shell command (bash -c) in the workspace root. stdin is empty; stdout and stderr are"
         " merged. The result is the output, then a last line `[exit code N]` or"
         " `[timed out after N s; process group killed]`. Long output keeps its beginning and end with"
-        " `[... N of M bytes omitted ...]` between them. Commands that wait for input or run forever"
-        " are killed at the timeout, together with any background processes they started."
+        " `[... N of M bytes omitted ...]` between them. A command still running at the timeout is"
+        " killed; background processes it started are killed when it ends, so do not start servers here."
     )
     terse_description = "Run a shell command in the workspace root; returns output and exit code."
     effect = "exec"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import traceback
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -112,11 +113,19 @@ async def test_streams_text_and_tool_use(emulator: Emulator, provider: Anthropic
 
 async def test_only_role_and_content_are_sent(emulator: Emulator, provider: AnthropicProvider) -> None:
     emulator.script({"answers": [{"reply": [{"text": "Done."}]}]})
-    assistant = {"role": "assistant", "content": [{"type": "text", "text": "Hi."}], "reasoning_content": "hmm"}
+    assistant = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hi."}],
+        "reasoning_content": "hmm",
+    }
     req = request([user("hello"), assistant, user("bye")])
     await provider.stream(req, lambda e: None)
     sent = emulator.journal[0]["body"]["messages"]
-    assert sent == [user("hello"), {"role": "assistant", "content": [{"type": "text", "text": "Hi."}]}, user("bye")]
+    assert sent == [
+        user("hello"),
+        {"role": "assistant", "content": [{"type": "text", "text": "Hi."}]},
+        user("bye"),
+    ]
 
 
 @pytest.mark.parametrize("repeat_input", [False, True])
@@ -149,7 +158,11 @@ async def test_cache_usage_with_ttl_split(
     assert response.usage.prompt_tokens == total1  # C12: the three input fields add up to the prompt
 
     second = request(
-        [user("Explain the cache."), {"role": "assistant", "content": [answer1]}, user("More.", cache_control={"type": "ephemeral"})],
+        [
+            user("Explain the cache."),
+            {"role": "assistant", "content": [answer1]},
+            user("More.", cache_control={"type": "ephemeral"}),
+        ],
         system=system,
     )
     total2 = count_tokens(second.body())
@@ -266,7 +279,9 @@ async def test_401_is_an_authentication_error(emulator: Emulator, provider: Anth
     )
 
 
-async def test_truncated_tool_use_never_reaches_content(emulator: Emulator, provider: AnthropicProvider) -> None:
+async def test_truncated_tool_use_never_reaches_content(
+    emulator: Emulator, provider: AnthropicProvider
+) -> None:
     emulator.script({"answers": [reply(stop_reason="max_tokens", truncate_tool_json=True)]})
     events: list[StreamEvent] = []
     response = await provider.stream(request([user("go")]), events.append)
@@ -294,18 +309,15 @@ async def test_connection_refused_is_retryable() -> None:
     finally:
         await provider.aclose()
     assert (err.value.message, err.value.reason, err.value.retryable) == (
-        f"Cannot reach Anthropic at {url} (APIConnectionError: Connection error.)",
+        f"Anthropic is unreachable at {url} (APIConnectionError: Connection error.)",
         "unavailable",
         True,
     )
 
 
-def _texts(exc: BaseException | None) -> list[str]:
-    out: list[str] = []
-    while exc is not None:
-        out += [str(exc), repr(exc), repr(getattr(exc, "data", None))]
-        exc = exc.__cause__ or exc.__context__
-    return out
+def _texts(exc: BaseException) -> list[str]:
+    """Every text a traceback of `exc` would show (its chain as printed), plus its `data`."""
+    return [*traceback.format_exception(exc), repr(exc), repr(getattr(exc, "data", None))]
 
 
 async def test_the_api_key_is_in_no_log_record_and_no_error(

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentd.tools.base import Preview, ToolContext, ToolOutput, validate_input
 from agentd.tools.shell import OutputCapture, RunCommand
@@ -167,3 +169,26 @@ async def test_preview_and_start_failure(ws: Path, tmp_path: Path) -> None:
         is_error=True,
         title="Run `make test`",
     )
+
+
+@given(chunks=st.lists(st.binary(max_size=40), max_size=12), limit=st.integers(min_value=1, max_value=64))
+def test_property_capture_keeps_head_and_tail(chunks: list[bytes], limit: int) -> None:
+    cap = OutputCapture(limit)
+    for chunk in chunks:
+        cap.feed(chunk)
+    data = b"".join(chunks)
+    text = cap.render()
+    if len(data) <= limit:
+        assert (text, cap.truncated) == (data.decode("utf-8", "replace"), False)
+    else:
+        head, _, rest = text.partition("\n[... ")
+        counts, _, tail = rest.partition(" bytes omitted ...]\n")
+        omitted, total = (int(n) for n in counts.split(" of "))
+        head_b = data[: limit // 2]
+        tail_b = data[len(data) - (limit - limit // 2) :]
+        assert (total, cap.truncated) == (len(data), True)
+        assert len(head_b) + len(tail_b) - 6 <= len(data) - omitted <= len(head_b) + len(tail_b)
+        assert (
+            head_b.decode("utf-8", "replace").startswith(head),
+            tail_b.decode("utf-8", "replace").endswith(tail),
+        ) == (True, True)

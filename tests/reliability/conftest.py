@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -253,6 +254,20 @@ def result_block(tid: str, content: str, is_error: bool = False) -> dict[str, An
 def accepted(entry: dict[str, Any]) -> tuple[int | None, str | None]:
     """(status, validation_error) of a journal entry: `(200, None)` when the emulator accepted it."""
     return entry["status"], entry["validation_error"]
+
+
+def warnings_of(stderr: str) -> list[str]:
+    """The texts of the logged WARNING lines on stderr, with a lock holder's `since` replaced by `<ts>`."""
+    texts = [ln.split(": ", 1)[1] for ln in stderr.splitlines() if re.match(r"^\S+ \S+ WARNING ", ln)]
+    return [re.sub(r"\(since [^)]*\)", "(since <ts>)", t) for t in texts]
+
+
+def takeover(sid: str, pid: int) -> str:
+    """The warning of a `--resume` that takes over the lock record of a killed holder."""
+    return (
+        f"session {sid}: taking over the lock left by pid {pid} on {socket.gethostname()} (since <ts>); "
+        "that process is gone"
+    )
 
 
 def group_members(pgid: int) -> list[int]:

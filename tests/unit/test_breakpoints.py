@@ -44,8 +44,16 @@ def result(tid: str) -> dict[str, Any]:
 
 def cache_points(body: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
     """(path, cache_control) of every breakpoint in wire order tools -> system -> messages."""
-    out = [(f"tools.{k}", t["cache_control"]) for k, t in enumerate(body.get("tools", [])) if "cache_control" in t]
-    out += [(f"system.{k}", b["cache_control"]) for k, b in enumerate(body.get("system", [])) if "cache_control" in b]
+    out = [
+        (f"tools.{k}", t["cache_control"])
+        for k, t in enumerate(body.get("tools", []))
+        if "cache_control" in t
+    ]
+    out += [
+        (f"system.{k}", b["cache_control"])
+        for k, b in enumerate(body.get("system", []))
+        if "cache_control" in b
+    ]
     for i, m in enumerate(body["messages"]):
         for j, b in enumerate(m["content"]):
             if "cache_control" in b:
@@ -53,7 +61,9 @@ def cache_points(body: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
     return out
 
 
-def build(ctx: Context, system: list[dict[str, Any]] = SYSTEM, tools: list[dict[str, Any]] = TOOLS) -> ModelRequest:
+def build(
+    ctx: Context, system: list[dict[str, Any]] = SYSTEM, tools: list[dict[str, Any]] = TOOLS
+) -> ModelRequest:
     request = ctx.to_request(model="m", system=system, tools=tools, max_tokens=100)
     assert_valid(request.body())
     return request
@@ -133,7 +143,9 @@ def test_planner_walks_back_past_an_empty_text_block() -> None:
     ctx.add_user([text("old")])
     ctx.replace_prefix(1, {"role": "user", "content": [text("summary"), text("")]}, None)
     request = ctx.to_request(model="m", system=SYSTEM, tools=TOOLS, max_tokens=100)
-    assert request.messages == [{"role": "user", "content": [{**text("summary"), "cache_control": H1}, text("")]}]
+    assert request.messages == [
+        {"role": "user", "content": [{**text("summary"), "cache_control": H1}, text("")]}
+    ]
 
 
 def test_5m_moving_policy_keeps_ttls_non_increasing_c14() -> None:
@@ -149,7 +161,7 @@ def test_5m_moving_policy_keeps_ttls_non_increasing_c14() -> None:
         ("messages.2.content.9", M5),
     ]
     no_system = build(ctx, system=[])
-    assert [cc["ttl"] for _, cc in cache_points(no_system.body())][0] == "1h"
+    assert cache_points(no_system.body())[0] == ("tools.1", H1)
 
 
 def test_anchor_at_the_previous_end_when_few_blocks_were_added() -> None:

@@ -102,7 +102,11 @@ def test_flatten_is_readable_text() -> None:
     long = "L" * 2500
     msgs = [
         user(text("Fix the failing test in app.py")),
-        assistant(text("Reading both files."), use("a", path="app.py"), use("b", name="run_command", command="pytest -q")),
+        assistant(
+            text("Reading both files."),
+            use("a", path="app.py"),
+            use("b", name="run_command", command="pytest -q"),
+        ),
         user(result("a", [text("def f():"), text("    return 1")]), result("b", long, is_error=True)),
         assistant(text("Fixed: f returns 2 now.")),
         user({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}),
@@ -159,12 +163,18 @@ def test_summary_request_without_system_anchors_on_the_last_tool() -> None:
     turn = ctx.to_request(model="m", system=[], tools=TOOLS, max_tokens=100)
     request = summary_request(ctx.messages[:5], model="m", system=[], tools=TOOLS, max_tokens=512)
     assert request.tools == turn.tools == [TOOLS[0], {**TOOLS[1], "cache_control": H1}]
-    assert TOOLS[1] == {"name": "run_command", "description": "Run a command.", "input_schema": {"type": "object"}}
+    assert TOOLS[1] == {
+        "name": "run_command",
+        "description": "Run a command.",
+        "input_schema": {"type": "object"},
+    }
 
 
 def test_summary_request_without_caching_is_the_plain_session_prefix() -> None:
     old = _session().messages[:3]
-    request = summary_request(old, model="m", system=SYSTEM, tools=TOOLS, max_tokens=512, prompt_caching=False)
+    request = summary_request(
+        old, model="m", system=SYSTEM, tools=TOOLS, max_tokens=512, prompt_caching=False
+    )
     assert (request.system, request.tools) == (SYSTEM, TOOLS)
     assert "cache_control" not in json.dumps(request.body())
 
@@ -191,7 +201,9 @@ def test_rebuild_without_ack_when_the_kept_part_starts_with_an_assistant() -> No
 
 def test_rebuild_restates_the_todo_snapshot_verbatim() -> None:
     tracker = TodoTracker()
-    ok, _ = tracker.write({"todos": [{"content": "编写 README", "status": "done"}, {"content": "tests", "status": "pending"}]})
+    ok, _ = tracker.write(
+        {"todos": [{"content": "编写 README", "status": "done"}, {"content": "tests", "status": "pending"}]}
+    )
     assert ok is True
     rebuilt = rebuild(tool_history(5), 3, "S", tracker.carry_over_text())
     assert rebuilt.summary == user(
@@ -244,8 +256,12 @@ def _use_ids(message: dict[str, Any]) -> set[str]:
 
 
 @settings(derandomize=True, max_examples=300, deadline=None)
-@given(session=valid_sessions(), keep_recent=st.integers(min_value=2, max_value=12), summary=st.text(max_size=30))
-def test_every_proposed_cut_rebuilds_a_valid_history(session: Context, keep_recent: int, summary: str) -> None:
+@given(
+    session=valid_sessions(), keep_recent=st.integers(min_value=2, max_value=12), summary=st.text(max_size=30)
+)
+def test_every_proposed_cut_rebuilds_a_valid_history(
+    session: Context, keep_recent: int, summary: str
+) -> None:
     history = session.messages
     body = {"model": "m", "max_tokens": 10, "messages": history}
     assert validate_messages(history) is None
@@ -271,7 +287,9 @@ def test_every_proposed_cut_rebuilds_a_valid_history(session: Context, keep_rece
     assert emu_validate({"model": "m", "max_tokens": 10, "messages": new}) is None
     assert json.dumps(new[head:]) == original  # the kept suffix is byte-identical
     assert (rebuilt.ack is not None) == (history[cut]["role"] == "user")
-    assert new[0] == user(text("[Summary of earlier conversation]\n" + (summary or "(no summary was produced)")))
+    assert new[0] == user(
+        text("[Summary of earlier conversation]\n" + (summary or "(no summary was produced)"))
+    )
     # No tool pair is split: every tool_result kept has its tool_use kept, right before it.
     for i, m in enumerate(new):
         if _result_ids(m):

@@ -142,7 +142,9 @@ def test_estimated_tokens_exact_after_record_usage_c12() -> None:
     _history(ctx, 1)
     ctx.to_request(model="m", system=SYSTEM, tools=TOOLS, max_tokens=10)
     ctx.add_assistant([text("the answer")])
-    usage = Usage(input_tokens=3, output_tokens=550, cache_creation_input_tokens=12304, cache_read_input_tokens=0)
+    usage = Usage(
+        input_tokens=3, output_tokens=550, cache_creation_input_tokens=12304, cache_read_input_tokens=0
+    )
     ctx.record_usage(usage, estimated_prompt=12307)  # estimate == observed: the factor stays 1.0
     assert ctx.estimator.factor == 1.0
     assert ctx.estimated_tokens() == 3 + 12304 + 0 + 550
@@ -155,7 +157,10 @@ def test_estimate_of_later_messages_uses_the_calibrated_factor() -> None:
     ctx = Context()
     _history(ctx, 1)
     ctx.add_assistant([text("a")])
-    ctx.record_usage(Usage(input_tokens=200, output_tokens=10, cache_creation_input_tokens=0, cache_read_input_tokens=0), 100)
+    ctx.record_usage(
+        Usage(input_tokens=200, output_tokens=10, cache_creation_input_tokens=0, cache_read_input_tokens=0),
+        100,
+    )
     assert ctx.estimator.factor == 2.0
     later = text("z" * 396)  # canonical JSON 424 bytes -> 106 tokens
     ctx.add_user([later])
@@ -181,7 +186,9 @@ def test_cache_hits_still_trigger_compression_c12() -> None:
     ctx = Context()
     _history(ctx, 5)  # 11 messages > keep_recent 8
     ctx.add_assistant([text("done")])
-    usage = Usage(input_tokens=3, output_tokens=20, cache_creation_input_tokens=0, cache_read_input_tokens=12000)
+    usage = Usage(
+        input_tokens=3, output_tokens=20, cache_creation_input_tokens=0, cache_read_input_tokens=12000
+    )
     ctx.record_usage(usage, usage.prompt_tokens)
     assert ctx.estimated_tokens() == 12023
     assert should_compress(ctx, threshold_tokens=12000, keep_recent=8) is True
@@ -204,7 +211,9 @@ def test_replace_prefix_forgets_the_known_size() -> None:
     ctx = Context()
     _history(ctx, 2)
     ctx.add_assistant([text("done")])
-    usage = Usage(input_tokens=3, output_tokens=20, cache_creation_input_tokens=0, cache_read_input_tokens=12000)
+    usage = Usage(
+        input_tokens=3, output_tokens=20, cache_creation_input_tokens=0, cache_read_input_tokens=12000
+    )
     ctx.record_usage(usage, usage.prompt_tokens)
     assert ctx.estimated_tokens() == 12023
     summary = {"role": "user", "content": [text("[Summary of earlier conversation]\nS")]}

@@ -69,7 +69,9 @@ def test_multi_turn_moving_breakpoint_reads_what_the_previous_request_wrote() ->
     r2 = sim.run(request(user(U1), assistant(A1), user({**U2, "cache_control": CC}), system=system), now=10)
     assert (r2.usage, r2.hit_position) == (usage(0, 1600, w5m=150), 2)
     r3 = sim.run(
-        request(user(U1), assistant(A1), user(U2), assistant(A2), user({**U3, "cache_control": CC}), system=system),
+        request(
+            user(U1), assistant(A1), user(U2), assistant(A2), user({**U3, "cache_control": CC}), system=system
+        ),
         now=20,
     )
     assert (r3.usage, r3.hit_position) == (usage(0, 1750, w5m=150), 4)
@@ -86,7 +88,9 @@ def test_nothing_is_cached_below_the_minimum() -> None:
     mixed = request(user(txt(100, "u", CC)), system=[txt(1000, "s2", CC)])
     assert sim.run(mixed, now=3).usage == usage(0, 0, w5m=1100)
     # so a request that shares only the system block reads nothing
-    assert sim.run(request(user(txt(100, "v", CC)), system=[txt(1000, "s2", CC)]), now=4).usage == usage(0, 0, w5m=1100)
+    assert sim.run(request(user(txt(100, "v", CC)), system=[txt(1000, "s2", CC)]), now=4).usage == usage(
+        0, 0, w5m=1100
+    )
 
 
 def test_5m_entry_dead_at_301_s_while_1h_entry_survives() -> None:
@@ -141,7 +145,9 @@ def test_changes_invalidate_the_right_levels() -> None:
 
     assert after(base) == usage(0, 1400)
     assert after({**base, "tool_choice": {"type": "any"}}) == usage(0, 1300, w5m=100)  # messages level only
-    assert after({**base, "tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}) == usage(0, 1300, w5m=100)
+    assert after({**base, "tool_choice": {"type": "auto", "disable_parallel_tool_use": True}}) == usage(
+        0, 1300, w5m=100
+    )
     assert after({**base, "system": [txt(200, "SYS", CC)]}) == usage(0, 1100, w5m=300)  # system + messages
     assert after({**base, "tools": [tool(1100, "read_filf", CC)]}) == usage(0, 0, w5m=1400)  # everything
     assert after({**base, "model": "emu-haiku"}) == usage(0, 0, w5m=1400)  # entries are per model
@@ -158,7 +164,8 @@ def test_mixed_ttl_split_a_b_c() -> None:
     assert first.usage == usage(0, 0, w1h=1300, w5m=100)
     # at 400 the 5m entry is dead, the 1h ones live: A 1300; C = u2 1550; a reminder after the breakpoint is input
     second = sim.run(
-        request(user(u1), assistant(a1), user({**u2, "cache_control": CC}, r), tools=tools, system=system), now=400
+        request(user(u1), assistant(a1), user({**u2, "cache_control": CC}, r), tools=tools, system=system),
+        now=400,
     )
     assert (second.usage, second.hit_position) == (usage(30, 1300, w5m=250), 2)
     # A = 1550 (u2, written at 400), B = u3 1730 (1h above A), C = u4 1830
@@ -198,7 +205,9 @@ def test_every_usage_sums_to_the_prompt_total() -> None:
     body = request(user(txt(100, "u", CC), txt(40, "tail")), system=[txt(1100, "s", CC_1H)])
     result = CacheSim().run(body, now=0)
     u = result.usage
-    assert u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"] == count_tokens(body)
+    assert u["input_tokens"] + u["cache_creation_input_tokens"] + u[
+        "cache_read_input_tokens"
+    ] == count_tokens(body)
     assert u == usage(40, 0, w1h=1100, w5m=100)
 
 

@@ -19,7 +19,9 @@ def test_text_block_and_string_are_the_same() -> None:
 
 
 def test_cache_control_is_not_counted() -> None:
-    assert count_tokens({"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}) == 7
+    assert (
+        count_tokens({"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}) == 7
+    )
 
 
 def test_utf8_bytes_not_escapes() -> None:
@@ -44,7 +46,10 @@ def test_request_total_is_tools_plus_system_plus_blocks() -> None:
         "system": "sys",  # 28 bytes -> 7
         "messages": [
             {"role": "user", "content": "hi"},  # 7
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}]},  # 13
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+            },  # 13
         ],
     }
     assert count_tokens(body) == 8 + 7 + 7 + 13
@@ -64,7 +69,10 @@ def test_output_is_the_history_form() -> None:
         max_tokens=None,
         cost=lambda bs: sum(history_tokens(b) for b in bs),
     )
-    history = [{"type": "text", "text": "hi"}, {"type": "tool_use", "id": "toolu_emu_1_1", "name": "n", "input": {}}]
+    history = [
+        {"type": "text", "text": "hi"},
+        {"type": "tool_use", "id": "toolu_emu_1_1", "name": "n", "input": {}},
+    ]
     assert [history_tokens(b) for b in reply.blocks] == [count_tokens(b) for b in history]
     # "toolu_emu_1_1" instead of "t": 50 + 12 = 62 bytes -> 16
     assert [history_tokens(b) for b in reply.blocks] == [7, 16]
@@ -86,7 +94,10 @@ def _reply(answer: dict[str, Any], max_tokens: int | None) -> Any:
 
 def test_max_tokens_cuts_text_to_the_longest_fitting_prefix() -> None:
     reply = _reply({"reply": [{"text": "abcdefghij" * 10}]}, 20)  # 25 + n <= 80 -> n = 55
-    assert (reply.blocks, reply.stop_reason) == ([{"type": "text", "text": ("abcdefghij" * 10)[:55]}], "max_tokens")
+    assert (reply.blocks, reply.stop_reason) == (
+        [{"type": "text", "text": ("abcdefghij" * 10)[:55]}],
+        "max_tokens",
+    )
 
 
 def test_max_tokens_cuts_tool_json_and_marks_it_incomplete() -> None:
@@ -107,4 +118,8 @@ def test_max_tokens_cuts_tool_json_and_marks_it_incomplete() -> None:
 
 def test_reply_within_max_tokens_is_untouched() -> None:
     reply = _reply({"reply": [{"text": "hi"}]}, 7)
-    assert (reply.blocks, reply.stop_reason, reply.capped) == ([{"type": "text", "text": "hi"}], "end_turn", False)
+    assert (reply.blocks, reply.stop_reason, reply.capped) == (
+        [{"type": "text", "text": "hi"}],
+        "end_turn",
+        False,
+    )

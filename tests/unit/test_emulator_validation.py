@@ -18,11 +18,17 @@ def body(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 def user(*content: Any) -> dict[str, Any]:
-    return {"role": "user", "content": content[0] if len(content) == 1 and isinstance(content[0], str) else list(content)}
+    return {
+        "role": "user",
+        "content": content[0] if len(content) == 1 and isinstance(content[0], str) else list(content),
+    }
 
 
 def assistant(*content: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": content[0] if len(content) == 1 and isinstance(content[0], str) else list(content)}
+    return {
+        "role": "assistant",
+        "content": content[0] if len(content) == 1 and isinstance(content[0], str) else list(content),
+    }
 
 
 def text(t: str, cc: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -44,7 +50,11 @@ def bad_request(message: str) -> ApiError:
 ROWS = [
     pytest.param(
         body(user("go"), assistant(tool_use("toolu_1"), tool_use("toolu_2")), user("hi")),
-        body(user("go"), assistant(tool_use("toolu_1"), tool_use("toolu_2")), user(tool_result("toolu_1"), tool_result("toolu_2"))),
+        body(
+            user("go"),
+            assistant(tool_use("toolu_1"), tool_use("toolu_2")),
+            user(tool_result("toolu_1"), tool_result("toolu_2")),
+        ),
         "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1, toolu_2. "
         "Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
         id="tool_use-without-tool_result",
@@ -116,7 +126,9 @@ ROWS = [
 
 
 @pytest.mark.parametrize(("bad", "good", "message"), ROWS)
-def test_each_rule_exact_text_and_corrected_request(bad: dict[str, Any], good: dict[str, Any], message: str) -> None:
+def test_each_rule_exact_text_and_corrected_request(
+    bad: dict[str, Any], good: dict[str, Any], message: str
+) -> None:
     assert validate_request(bad) == bad_request(message)
     assert validate_request(good) is None
 
@@ -124,7 +136,9 @@ def test_each_rule_exact_text_and_corrected_request(bad: dict[str, Any], good: d
 def test_prompt_too_long() -> None:
     request = body(user("x" * 100))  # {"text":"x…","type":"text"}: 25 + 100 bytes -> 32 tokens
     assert count_tokens(request) == 32
-    assert validate_request(request, context_window=31) == bad_request("prompt is too long: 32 tokens > 31 maximum")
+    assert validate_request(request, context_window=31) == bad_request(
+        "prompt is too long: 32 tokens > 31 maximum"
+    )
     assert validate_request(request, context_window=32) is None
 
 
@@ -144,7 +158,10 @@ def test_lenient_mode_skips_first_message_and_alternation() -> None:
 
 def test_final_assistant_message_may_be_empty_and_prefill_is_allowed_before_4_6() -> None:
     assert validate_request(body(user("go"), assistant())) is None
-    assert validate_request({**body(user("go"), assistant("Sure,")), "model": "claude-sonnet-4-5-20250929"}) is None
+    assert (
+        validate_request({**body(user("go"), assistant("Sure,")), "model": "claude-sonnet-4-5-20250929"})
+        is None
+    )
     assert validate_request(body(user("go"), assistant("Sure,")), prefill=False) == bad_request(
         "This model does not support assistant message prefill. The conversation must end with a user message."
     )
@@ -152,7 +169,9 @@ def test_final_assistant_message_may_be_empty_and_prefill_is_allowed_before_4_6(
 
 def test_first_violation_in_table_order_wins() -> None:
     # an empty text block (row 5) and two user messages in a row (row 10): row 5 is reported
-    assert validate_request(body(user(text("")), user("b"))) == bad_request("messages: text content blocks must be non-empty")
+    assert validate_request(body(user(text("")), user("b"))) == bad_request(
+        "messages: text content blocks must be non-empty"
+    )
     # a tool_use without result (row 1) in an assistant-first list (row 9): row 1 is reported
     assert validate_request(body(assistant(tool_use("toolu_1")), user("x"))) == bad_request(
         "messages.0: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. "
@@ -182,7 +201,9 @@ def test_cache_control_on_thinking_is_rejected() -> None:
 
 
 def test_missing_required_field() -> None:
-    assert validate_request({"model": "m", "messages": [user("go")]}) == bad_request("max_tokens: Field required")
+    assert validate_request({"model": "m", "messages": [user("go")]}) == bad_request(
+        "max_tokens: Field required"
+    )
 
 
 # --- OpenAI-compatible (§3.8) ---
@@ -196,7 +217,9 @@ def chat(*messages: dict[str, Any]) -> dict[str, Any]:
 
 def test_openai_missing_tool_response() -> None:
     calls = {"role": "assistant", "content": None, "tool_calls": [CALL, {**CALL, "id": "call_2"}]}
-    bad = chat({"role": "user", "content": "go"}, calls, {"role": "tool", "tool_call_id": "call_1", "content": "a"})
+    bad = chat(
+        {"role": "user", "content": "go"}, calls, {"role": "tool", "tool_call_id": "call_1", "content": "a"}
+    )
     assert validate_chat_request(bad) == bad_request(
         "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
         "'tool_call_id'. The following tool_call_ids did not have response messages: call_2"
@@ -210,13 +233,19 @@ def test_openai_tool_message_without_tool_calls() -> None:
     assert validate_chat_request(bad) == bad_request(
         "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
     )
-    good = chat({"role": "user", "content": "go"}, {"role": "assistant", "content": "", "tool_calls": [CALL]}, bad["messages"][1])
+    good = chat(
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
+        bad["messages"][1],
+    )
     assert validate_chat_request(good) is None
 
 
 def test_deepseek_thinking_mode_needs_reasoning_content() -> None:
     calls = {"role": "assistant", "content": "", "tool_calls": [CALL]}
-    bad = chat({"role": "user", "content": "go"}, calls, {"role": "tool", "tool_call_id": "call_1", "content": "a"})
+    bad = chat(
+        {"role": "user", "content": "go"}, calls, {"role": "tool", "tool_call_id": "call_1", "content": "a"}
+    )
     assert validate_chat_request(bad) is None
     assert validate_chat_request(bad, thinking=True) == bad_request(
         "The `reasoning_content` in the thinking mode must be passed back to the API."

@@ -100,8 +100,16 @@ async def test_read_with_offset_and_limit(ws: Path, ctx: ToolContext) -> None:
 
 async def test_read_offset_past_end(ws: Path, ctx: ToolContext) -> None:
     ten_lines(ws)
+    (ws / "two.txt").write_text("a\nb")
+    (ws / "one.txt").write_text("a\n")
     out = await call(ReadFile(), {"path": "ten.txt", "offset": 11}, ctx)
-    assert out == err("offset 11 is past the end of ten.txt (10 lines).")
+    two = await call(ReadFile(), {"path": "two.txt", "offset": 3, "limit": 1}, ctx)
+    one = await call(ReadFile(), {"path": "one.txt", "offset": 2}, ctx)
+    assert [out, two, one] == [
+        err("offset 11 is past the end of ten.txt (10 lines)."),
+        err("offset 3 is past the end of two.txt (2 lines)."),
+        err("offset 2 is past the end of one.txt (1 line)."),
+    ]
 
 
 async def test_read_truncates_at_read_max_bytes_with_exact_marker(ws: Path) -> None:

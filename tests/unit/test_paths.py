@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentd import failpoints
 from agentd.tools import paths
@@ -333,3 +335,20 @@ def test_open_for_read_refuses_non_regular_files(layout: Layout) -> None:
     with pytest.raises(FileNotFoundError):
         _read("missing.txt", [layout.ws])
     assert err.value.strerror == "Not a regular file"
+
+
+COMPONENTS = ["..", ".", "a", "sub", "link", "d1", "up", "alias.txt", "f", "new", ""]
+
+
+@given(parts=st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=6), for_write=st.booleans())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_property_resolved_paths_stay_inside(layout: Layout, parts: list[str], for_write: bool) -> None:
+    """Any mix of `..`, links and names either is refused with the exact text or resolves inside."""
+    raw = "/".join(parts)
+    try:
+        real = resolve_in_workspace(raw, [layout.ws], for_write=for_write)
+    except PathRefused as exc:
+        assert exc.text() == refused(raw, layout.ws)
+    else:
+        assert str(real) == os.path.realpath(layout.ws / raw)
+        assert containing_root(real, [layout.ws]) == str(layout.ws)

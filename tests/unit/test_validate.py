@@ -151,9 +151,21 @@ CACHE_RULES: list[tuple[str, dict[str, Any], str, dict[str, Any]]] = [
     ),
     (
         "more_than_4_breakpoints_inside_tool_results",
-        body([user(text("a")), assistant(use("t1")), user(result("t1", [text(str(k), CC_5M) for k in range(5)]))]),
+        body(
+            [
+                user(text("a")),
+                assistant(use("t1")),
+                user(result("t1", [text(str(k), CC_5M) for k in range(5)])),
+            ]
+        ),
         "A maximum of 4 blocks with cache_control may be provided. Found 5.",
-        body([user(text("a")), assistant(use("t1")), user(result("t1", [text(str(k), CC_5M) for k in range(4)]))]),
+        body(
+            [
+                user(text("a")),
+                assistant(use("t1")),
+                user(result("t1", [text(str(k), CC_5M) for k in range(4)])),
+            ]
+        ),
     ),
     (
         "cache_control_on_empty_text",  # C14
@@ -189,7 +201,9 @@ def _emu_error(b: dict[str, Any]) -> str | None:
     return None if err is None else err.message
 
 
-@pytest.mark.parametrize(("bad", "expected", "good"), [c[1:] for c in MESSAGE_RULES], ids=[c[0] for c in MESSAGE_RULES])
+@pytest.mark.parametrize(
+    ("bad", "expected", "good"), [c[1:] for c in MESSAGE_RULES], ids=[c[0] for c in MESSAGE_RULES]
+)
 def test_message_rule(bad: list[dict[str, Any]], expected: str, good: list[dict[str, Any]]) -> None:
     assert validate_messages(bad) == expected
     assert validate_request(body(bad)) == expected
@@ -197,21 +211,29 @@ def test_message_rule(bad: list[dict[str, Any]], expected: str, good: list[dict[
     assert validate_request(body(good)) is None
 
 
-@pytest.mark.parametrize(("bad", "expected", "good"), [c[1:] for c in MESSAGE_RULES], ids=[c[0] for c in MESSAGE_RULES])
-def test_emulator_agrees_on_message_rule(bad: list[dict[str, Any]], expected: str, good: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize(
+    ("bad", "expected", "good"), [c[1:] for c in MESSAGE_RULES], ids=[c[0] for c in MESSAGE_RULES]
+)
+def test_emulator_agrees_on_message_rule(
+    bad: list[dict[str, Any]], expected: str, good: list[dict[str, Any]]
+) -> None:
     emu_text = _emu_error(body(bad))
     assert emu_text is not None
     assert emu_text[: len(expected)] == expected
     assert _emu_error(body(good)) is None
 
 
-@pytest.mark.parametrize(("bad", "expected", "good"), [c[1:] for c in CACHE_RULES], ids=[c[0] for c in CACHE_RULES])
+@pytest.mark.parametrize(
+    ("bad", "expected", "good"), [c[1:] for c in CACHE_RULES], ids=[c[0] for c in CACHE_RULES]
+)
 def test_cache_rule(bad: dict[str, Any], expected: str, good: dict[str, Any]) -> None:
     assert validate_request(bad) == expected
     assert validate_request(good) is None
 
 
-@pytest.mark.parametrize(("bad", "expected", "good"), [c[1:] for c in CACHE_RULES], ids=[c[0] for c in CACHE_RULES])
+@pytest.mark.parametrize(
+    ("bad", "expected", "good"), [c[1:] for c in CACHE_RULES], ids=[c[0] for c in CACHE_RULES]
+)
 def test_emulator_agrees_on_cache_rule(bad: dict[str, Any], expected: str, good: dict[str, Any]) -> None:
     emu_text = _emu_error(bad)
     assert emu_text is not None
@@ -249,7 +271,9 @@ def test_parallel_tool_results_in_any_order_pass() -> None:
 
 
 def test_bare_ephemeral_counts_as_5m() -> None:
-    bad = body([user(text("a", CC_5M)), assistant(text("b", {"type": "ephemeral", "ttl": "1h"})), user(text("c"))])
+    bad = body(
+        [user(text("a", CC_5M)), assistant(text("b", {"type": "ephemeral", "ttl": "1h"})), user(text("c"))]
+    )
     expected = (
         "messages.1.content.0.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' "
         "cache_control block"
@@ -260,7 +284,12 @@ def test_bare_ephemeral_counts_as_5m() -> None:
 
 
 def test_validator_does_not_mutate_its_input() -> None:
-    b = body([user(text("a")), assistant(use("t1")), user(text("x"), result("t1"))], system=[text("S", CC_1H)])
+    b = body(
+        [user(text("a")), assistant(use("t1")), user(text("x"), result("t1"))], system=[text("S", CC_1H)]
+    )
     before = copy.deepcopy(b)
-    assert validate_request(b) == "messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message"
+    assert (
+        validate_request(b)
+        == "messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message"
+    )
     assert b == before

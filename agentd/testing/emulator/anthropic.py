@@ -70,6 +70,8 @@ def handle(core: Core, req: Request) -> tuple[Plan, dict[str, Any]]:
     if problem is not None:
         return _fail(core, entry, ApiError(400, "invalid_request_error", problem)), entry
     cfg = core.model_config(body.get("model") if isinstance(body, dict) else None)
+    if req.path == COUNT and isinstance(body, dict):  # count_tokens takes no max_tokens (token-counting docs)
+        body = {"max_tokens": 1, **body}
     err = validate_request(
         body,
         strict=core.strict,

@@ -148,14 +148,17 @@ class Core:
         self.cache = CacheSim()
         self.prefix_cache = PrefixCache()
         self.stopping = threading.Event()
-        self._seq = 0
         self.reset(scenario)
 
     def reset(self, scenario: Any = None, *, keep_scenario: bool = False) -> None:
-        """Forget journal, problems, gates, cache and the cursor; load `scenario` unless `keep_scenario`."""
+        """Forget journal, problems, gates, cache, request numbers and the cursor; load `scenario` unless
+        `keep_scenario`. Streams held at a gate are released."""
         with self.lock:
+            for held in getattr(self, "gates", {}).values():  # release streams held at the old gates
+                held.open()
             if not keep_scenario:
                 self.scenario = load_scenario(scenario)
+            self._seq = 0
             self.cursor = 0
             self.journal: list[dict[str, Any]] = []
             self.problems: list[str] = []

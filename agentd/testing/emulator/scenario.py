@@ -162,6 +162,8 @@ def load_scenario(source: Any) -> dict[str, Any]:
     unknown = sorted(set(data) - SCENARIO_KEYS)
     if unknown:
         raise ValueError(f"scenario: unknown keys {unknown}")
+    if data.get("flavour", "openai") not in ("openai", "deepseek", "moonshot-legacy", "none"):
+        raise ValueError(f"scenario: unknown flavour {data['flavour']!r}")
     data["answers"] = [normalize_answer(a, i + 1) for i, a in enumerate(data.get("answers") or [])]
     return data
 

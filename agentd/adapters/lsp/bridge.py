@@ -1,0 +1,286 @@
+"""Between one core Session and the LSP connection that holds it (PROTOCOL.md §6.10, §7, §9, §10.2).
+
+Owns: `SessionBridge`, built per session before the session itself and handed to the factory as its
+event sink (`emit`), line writer (`line`) and `Approver` (`request`). It turns core updates into
+`agentd/session/update` notifications in the wire shape of §7.2 (`messageId` on chunks, `used`/`size`/
+`cost` on usage updates, `decision`/`decidedBy`/`optionId`/`durationMs` on terminal tool updates), forwards
+operator lines as `window/logMessage` type 4, and asks the editor: `agentd/session/requestPermission` when
+the client declared `experimental.agentd.requestPermission`, else the `window/showMessageRequest` fallback
+of §9. A withdrawn question (timeout, cancelled turn) is cancelled with `$/cancelRequest` and a late answer
+is ignored. A bridge without a connection (a `--resume` session not yet loaded) drops updates and denies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import json
+import logging
+import os
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from agentd.log import stderr_line
+from agentd.permissions.approver import ApprovalOutcome, ApprovalRequest
+from agentd.protocol.approvals import permission_options
+
+if TYPE_CHECKING:
+    from agentd.adapters.lsp.host import Connection
+    from agentd.core.session import Session
+
+log = logging.getLogger("agentd.lsp.bridge")
+
+_ids = itertools.count(1)
+FALLBACK_ACTIONS = (("Allow once", "allow_once"), ("Always allow", "allow_always"), ("Deny", "reject_once"))
+DIFF_MAX_LINES = 200
+DENY_BY = frozenset({"invalid_input", "unknown_tool", "cancel", "timeout"})
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def price_known(model: str) -> bool:
+    """True when agentd's price table knows `model` (else `cost` is omitted, PROTOCOL.md §7.2)."""
+    from agentd.core.tokens import PRICES
+
+    if model.startswith(("emu-", "scripted")):
+        return True
+    return any(model == name or model.startswith(name + "-") for name in PRICES)
+
+
+def _diff_counts(diff: str | None) -> tuple[int, int]:
+    added = removed = 0
+    for line in (diff or "").splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed
+
+
+def _first_changed_line(old: str | None, new: str | None) -> int:
+    """1-based number of the first line that differs (1 for a new file)."""
+    if not old:
+        return 1
+    a, b = old.split("\n"), (new or "").split("\n")
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i + 1
+    return max(1, min(len(a), len(b)))
+
+
+class SessionBridge:
+    """The sink, line writer and approver of one session (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.conn: Connection | None = None
+        self.session: Session | None = None
+        self._titles: dict[str, str] = {}
+        self._started: dict[str, float] = {}
+        self._options: dict[str, str] = {}
+        self.todos_at: str | None = None
+        self.on_state: Any = None  # callable(message) for work-done progress reports, set per turn
+
+    def attach(self, conn: Connection | None, session: Session) -> None:
+        self.conn, self.session = conn, session
+
+    # ---- updates ------------------------------------------------------------------------------------
+    def emit(self, update: dict[str, Any]) -> None:
+        """The Session's event sink: normalise to the wire shape and notify (persist-before-notify is the
+        core's job; this only sends)."""
+        wire = self.wire_update(update)
+        kind = wire.get("sessionUpdate")
+        if kind == "plan":
+            self.todos_at = utc_now()
+        if self.conn is not None and self.session is not None:
+            self.conn.notify_update(self.session.id, wire)
+
+    def wire_update(self, update: dict[str, Any]) -> dict[str, Any]:
+        u = copy.deepcopy(update)
+        kind = u.get("sessionUpdate")
+        meta = (u.get("_meta") or {}).get("agentd") or {}
+        if kind == "agent_message_chunk":
+            out: dict[str, Any] = {"sessionUpdate": kind, "content": u["content"], "messageId": meta.get("messageId")}
+            if meta.get("retracts"):
+                out["_meta"] = {"agentd": {"retracts": meta["retracts"]}}
+            return out
+        if kind == "usage_update":
+            return self._usage(meta)
+        if kind == "tool_call":
+            self._titles[u["toolCallId"]] = u.get("title", "")
+            return u
+        if kind == "tool_call_update":
+            return self._tool_update(u, meta)
+        return u
+
+    def _usage(self, meta: dict[str, Any]) -> dict[str, Any]:
+        usage = meta.get("usage") or {}
+        totals = meta.get("totals") or {}
+        used = sum(usage.get(k) or 0 for k in ("inputTokens", "outputTokens", "cacheCreationInputTokens",
+                                                "cacheReadInputTokens"))  # fmt: skip
+        s = self.session
+        out: dict[str, Any] = {"sessionUpdate": "usage_update", "used": used, "size": s.p.model_window if s else 0}
+        model = s.p.provider.model if s else ""
+        if price_known(model):
+            out["cost"] = {"amount": round(float(totals.get("costUsd") or 0.0), 6), "currency": "USD"}
+        out["_meta"] = {"agentd": {"request": {
+            "inputTokens": usage.get("inputTokens"), "outputTokens": usage.get("outputTokens"),
+            "cacheReadTokens": usage.get("cacheReadInputTokens"),
+            "cacheWriteTokens": usage.get("cacheCreationInputTokens")}}}  # fmt: skip
+        return out
+
+    def _tool_update(self, u: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+        tid, status = u["toolCallId"], u.get("status")
+        if status == "in_progress":
+            self._started[tid] = time.monotonic()
+            if self.on_state is not None:
+                self.on_state(f"Running: {self._titles.get(tid, tid)}")
+            return u
+        if status not in ("completed", "failed"):
+            return u
+        by = meta.get("decidedBy")
+        started = self._started.pop(tid, None)
+        agentd = dict(meta)
+        if by is not None:
+            allowed = started is not None and by not in DENY_BY
+            agentd["decision"] = "allow" if allowed else "deny"
+            option = self._options.pop(tid, None)
+            if option is not None and by == "user":
+                agentd["optionId"] = option
+        agentd["durationMs"] = int((time.monotonic() - started) * 1000) if started is not None else 0
+        ordered = {k: agentd[k] for k in ("decision", "decidedBy", "optionId", "durationMs", "cancelled") if k in agentd}
+        ordered.update({k: v for k, v in agentd.items() if k not in ordered})
+        u["_meta"] = {"agentd": ordered}
+        return u
+
+    # ---- operator lines -----------------------------------------------------------------------------
+    def line(self, text: str) -> None:
+        """stderr, and the same text as `window/logMessage` type 4 (Log) to the holding client (§10.2)."""
+        stderr_line(text)
+        if self.conn is not None:
+            self.conn.log_message(text, 4)
+
+    # ---- approvals (Approver protocol) ---------------------------------------------------------------
+    async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        conn = self.conn
+        if conn is None or not conn.open:
+            return ApprovalOutcome(option="reject_once", decided_by="timeout", detail="no editor is connected")
+        if self.on_state is not None:
+            self.on_state(f"Waiting for approval: {req.title}")
+        if conn.caps.agentd_permission:
+            outcome = await self._ask_agentd(conn, req)
+        else:
+            outcome = await self._ask_fallback(conn, req)
+        if outcome.option == "cancelled" and self.session is not None:
+            # a `cancelled` outcome is the user aborting the turn: handled exactly like session/cancel
+            self.session.cancel()
+            await asyncio.Event().wait()  # the turn's cancellation reaches the gate before any result
+        self._options[req.tool_use_id] = outcome.option
+        return outcome
+
+    async def _ask(self, conn: Connection, method: str, params: Any) -> Any:
+        msg_id = f"agentd-{next(_ids)}"
+        fut = conn.protocol.send_request(method, params, msg_id=msg_id)
+        conn.outstanding[msg_id] = self.session.id if self.session else ""
+        try:
+            return await asyncio.wrap_future(fut)
+        except asyncio.CancelledError:
+            conn.withdraw(msg_id)
+            raise
+        finally:
+            conn.outstanding.pop(msg_id, None)
+
+    def permission_params(self, req: ApprovalRequest) -> dict[str, Any]:
+        """The params of `agentd/session/requestPermission` (PROTOCOL.md §6.10)."""
+        s = self.session
+        assert s is not None
+        tool = s.p.registry.get(req.tool_name)
+        p = req.preview
+        call: dict[str, Any] = {"toolCallId": req.tool_use_id, "title": req.title,
+                                "kind": tool.kind if tool else "other", "status": "pending",
+                                "rawInput": req.raw_input}  # fmt: skip
+        cwd = str(s.p.cwd)
+        if p.command is not None:
+            call["content"] = [{"type": "content", "content": {"type": "text", "text": f"$ {p.command}\n(cwd {p.cwd or cwd})"}}]
+            description = f"Run a shell command in {cwd}"
+        elif p.path is not None and p.new_text is not None:
+            call["content"] = [{"type": "diff", "path": p.path, "oldText": p.old_text, "newText": p.new_text}]
+            line = _first_changed_line(p.old_text, p.new_text) if req.tool_name == "edit_file" else 1
+            call["locations"] = [{"path": p.path, "line": line}]
+            verb = "Edit a file" if req.tool_name == "edit_file" else "Create or overwrite a file"
+            description = f"{verb} in {cwd}"
+        else:
+            if p.path is not None:
+                call["locations"] = [{"path": p.path}]
+            description = p.summary
+        now = datetime.now(UTC)
+        expires = (now + timedelta(seconds=req.timeout_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {
+            "sessionId": s.id, "toolCall": call, "options": permission_options(req.tool_name),
+            "_meta": {"agentd": {"title": req.title, "description": description,
+                                 "subject": {"type": "tool_call", "toolCallId": req.tool_use_id},
+                                 "timeoutS": req.timeout_s, "expiresAt": expires}},
+        }  # fmt: skip
+
+    async def _ask_agentd(self, conn: Connection, req: ApprovalRequest) -> ApprovalOutcome:
+        try:
+            result = await self._ask(conn, "agentd/session/requestPermission", self.permission_params(req))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an error response counts as reject_once (§6.10)
+            log.info("requestPermission for %s answered with an error: %s", req.tool_use_id, exc)
+            return ApprovalOutcome(option="reject_once")
+        return _outcome_of(result)
+
+    async def _ask_fallback(self, conn: Connection, req: ApprovalRequest) -> ApprovalOutcome:
+        s = self.session
+        assert s is not None
+        ws = os.path.basename(str(s.p.cwd)) or str(s.p.cwd)
+        p = req.preview
+        details = [f"agentd ({ws}): approval requested for {req.tool_name} ({req.title})",
+                   "input: " + json.dumps(req.raw_input, ensure_ascii=False)]  # fmt: skip
+        if p.diff:
+            details.extend(p.diff.splitlines()[:DIFF_MAX_LINES])
+        conn.log_message("\n".join(details), 3)
+        if p.command is not None:
+            message = f"agentd ({ws}): {req.tool_name} wants to run `{p.command}` in {p.cwd or s.p.cwd}. Allow?"
+        else:
+            added, removed = _diff_counts(p.diff)
+            what = (f"wants to write {p.path} (+{added} -{removed} lines)" if req.tool_name == "write_file"
+                    else f"wants to edit {p.path} (+{added} -{removed} lines)" if req.tool_name == "edit_file"
+                    else f"wants to run: {req.title}")  # fmt: skip
+            message = f"agentd ({ws}): {req.tool_name} {what}. Details are in the agentd log. Allow?"
+        actions = [{"title": t, **({"optionId": o} if conn.caps.action_item_props else {})} for t, o in FALLBACK_ACTIONS]
+        try:
+            answer = await self._ask(conn, "window/showMessageRequest", {"type": 2, "message": message, "actions": actions})
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.info("showMessageRequest for %s answered with an error: %s", req.tool_use_id, exc)
+            return ApprovalOutcome(option="reject_once")
+        return _fallback_outcome(answer)
+
+
+def _outcome_of(result: Any) -> ApprovalOutcome:
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    if not isinstance(outcome, dict):
+        return ApprovalOutcome(option="reject_once")
+    if outcome.get("outcome") == "cancelled":
+        return ApprovalOutcome(option="cancelled", decided_by="cancel")
+    option = outcome.get("optionId")
+    reason = ((result.get("_meta") or {}).get("agentd") or {}).get("reason")
+    if option not in ("allow_once", "allow_always", "reject_once", "reject_always"):
+        return ApprovalOutcome(option="reject_once")
+    return ApprovalOutcome(option=option, reason=reason if isinstance(reason, str) else None)
+
+
+def _fallback_outcome(answer: Any) -> ApprovalOutcome:
+    if not isinstance(answer, dict):
+        return ApprovalOutcome(option="reject_once")  # dismissed (null)
+    by_option = {o: o for _, o in FALLBACK_ACTIONS}
+    by_title = {t: o for t, o in FALLBACK_ACTIONS}
+    option = by_option.get(answer.get("optionId")) or by_title.get(answer.get("title"))  # type: ignore[arg-type]
+    return ApprovalOutcome(option=option or "reject_once")  # type: ignore[arg-type]

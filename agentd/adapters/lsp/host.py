@@ -1,0 +1,290 @@
+"""The shared core of one daemon and the protocol state of each LSP connection (PROTOCOL.md §3.2, §4, §12).
+
+Owns: `Daemon` (process-wide: the data dir, the connections, the `--resume` session until a connection
+loads it), `Connection` (one per client connection: lifecycle state, workspace roots, client capability
+flags, `initializationOptions`, the sessions it holds, pending prompts, outstanding server->client
+requests, open documents) and `Hosted` (one loaded session: Session, provider, settings, bridge).
+Sessions of different connections or workspaces share nothing; a session is held by one connection at a
+time (the session lock's in-process registry refuses a second holder with `sameProcess: true`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from agentd.adapters.lsp.bridge import SessionBridge
+from agentd.adapters.lsp.documents import Editor, OpenDocuments
+from agentd.protocol import methods
+
+if TYPE_CHECKING:
+    from agentd.adapters.lsp.progress import TurnProgress
+    from agentd.adapters.lsp.server import AgentdLanguageServer
+    from agentd.config import Settings
+    from agentd.core.session import Session
+    from agentd.persistence.paths import DataDir
+    from agentd.providers.base import Provider
+
+log = logging.getLogger("agentd.lsp")
+
+
+@dataclass
+class ClientCaps:
+    """The client capabilities agentd acts on (PROTOCOL.md §4.2)."""
+
+    agentd_permission: bool = False
+    save_after_apply: bool = False
+    protocol_version: int = 1
+    apply_edit: bool = False
+    document_changes: bool = False
+    work_done_progress: bool = False
+    action_item_props: bool = False
+
+    @classmethod
+    def of(cls, caps: types.ClientCapabilities | None) -> ClientCaps:
+        if caps is None:
+            return cls()
+        exp = caps.experimental if isinstance(caps.experimental, dict) else {}
+        agentd = exp.get("agentd") if isinstance(exp.get("agentd"), dict) else {}
+        ws, win = caps.workspace, caps.window
+        item = win.show_message.message_action_item if win and win.show_message else None
+        return cls(
+            agentd_permission=agentd.get("requestPermission") is True,
+            save_after_apply=agentd.get("saveAfterApply") is True,
+            protocol_version=int(agentd.get("protocolVersion") or 1),
+            apply_edit=bool(ws and ws.apply_edit),
+            document_changes=bool(ws and ws.workspace_edit and ws.workspace_edit.document_changes),
+            work_done_progress=bool(win and win.work_done_progress),
+            action_item_props=bool(item and item.additional_properties_support),
+        )
+
+
+@dataclass
+class Hosted:
+    """One session loaded by a connection."""
+
+    session: Session
+    provider: Provider
+    settings: Settings
+    bridge: SessionBridge
+    prompt_task: asyncio.Task[Any] | None = None
+    compacting: bool = False
+    progress: TurnProgress | None = None
+    announced_title: str | None = None
+
+
+@dataclass
+class ResumeSlot:
+    """The session opened by `--resume` before stdin was read; announced until a connection loads it."""
+
+    hosted: Hosted
+    cwd: str
+    taken: bool = False
+
+
+@dataclass
+class Daemon:
+    """Process-wide state shared by every connection."""
+
+    data_dir: DataDir
+    tcp_token: str | None = None
+    resume: ResumeSlot | None = None
+    connections: set[Connection] = field(default_factory=set)
+    on_idle: Callable[[], None] | None = None
+
+
+def uri_to_root(uri: str) -> str | None:
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return os.path.realpath(path) if path else None
+
+
+def inside(path: str, roots: list[str]) -> bool:
+    """`path` (a real path) is one of `roots` or lies inside one."""
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+class Connection:
+    """The protocol state of one client connection (see the module docstring)."""
+
+    def __init__(self, daemon: Daemon, server: AgentdLanguageServer) -> None:
+        self.daemon = daemon
+        self.server = server
+        self.state = "new"  # new -> initialized -> shutdown -> closed
+        self.caps = ClientCaps()
+        self.roots: list[str] = []
+        self.init_options: dict[str, Any] = {}
+        self.warnings: list[str] = []
+        self.sessions: dict[str, Hosted] = {}
+        self.prompts: dict[Any, str] = {}  # pending prompt request id -> session id
+        self.outstanding: dict[str, str] = {}  # server->client request id -> session id
+        self.progress_tokens: dict[Any, str] = {}  # work-done token -> session id
+        self.documents = OpenDocuments(server)
+        self.editor = Editor(server, self.documents, self.caps)
+        self.exit_code: int | None = None
+        self.on_close: Callable[[int], None] | None = None
+        daemon.connections.add(self)
+
+    @property
+    def protocol(self) -> Any:
+        return self.server.protocol
+
+    @property
+    def open(self) -> bool:
+        return self.state in ("new", "initialized")
+
+    # ---- initialize ----------------------------------------------------------------------------------
+    def set_client(self, params: types.InitializeParams) -> None:
+        self.caps = ClientCaps.of(params.capabilities)
+        self.editor = Editor(self.server, self.documents, self.caps)
+        folders = params.workspace_folders or []
+        roots = [uri_to_root(f.uri) for f in folders]
+        if not folders and params.root_uri:
+            roots = [uri_to_root(params.root_uri)]
+        elif not folders and params.root_path:
+            roots = [os.path.realpath(params.root_path)]
+        self.roots = [r for r in roots if r]
+        opts = params.initialization_options
+        self.init_options = dict(opts) if isinstance(opts, dict) else {}
+
+    def initialize_result(self) -> dict[str, Any]:
+        """The `initialize` result of PROTOCOL.md §4.2."""
+        import agentd
+        from agentd.config import ConfigError, lenient_options, load_settings
+        from agentd.providers.models import DEFAULT_MODELS
+
+        warnings: list[str] = []
+        try:
+            settings = load_settings(Path(self.roots[0]) if self.roots else None, editor_options=self.init_options,
+                                     warnings=warnings)  # fmt: skip
+            provider, model = settings.provider, settings.model or DEFAULT_MODELS[settings.provider]
+        except ConfigError as exc:
+            warnings.append(exc.message)
+            _, more = lenient_options(self.init_options)
+            warnings.extend(more)
+            provider, model = "anthropic", DEFAULT_MODELS["anthropic"]
+        self.warnings = warnings
+        agentd_caps: dict[str, Any] = {
+            "protocolVersion": methods.PROTOCOL_VERSION,
+            "loadSession": True,
+            "sessionCapabilities": {"list": {}, "close": {}, "additionalDirectories": {}},
+            "promptCapabilities": {"image": provider != "scripted", "audio": False, "embeddedContext": True},
+            "modes": True,
+            "methods": list(methods.CLIENT_METHODS),
+            "provider": provider,
+            "model": model,
+        }
+        slot = self.daemon.resume
+        if slot is not None and not slot.taken:
+            agentd_caps["resume"] = {"sessionId": slot.hosted.session.id, "cwd": slot.cwd}
+        return {
+            "capabilities": {
+                "textDocumentSync": {"openClose": True, "change": 2, "save": {"includeText": False}},
+                "workspace": {"workspaceFolders": {"supported": True, "changeNotifications": True}},
+                "experimental": {"agentd": agentd_caps},
+            },
+            "serverInfo": {"name": "agentd", "version": agentd.__version__},
+        }
+
+    def on_initialized(self) -> None:
+        self.state = "initialized"
+        if self.warnings:
+            text = "agentd: " + " ".join(self.warnings) + " Fix these in your editor's agentd settings."
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+            self.log_message(text, 2)
+
+    # ---- sending -------------------------------------------------------------------------------------
+    def notify_update(self, session_id: str, update: dict[str, Any], *, replay: bool = False) -> None:
+        if self.state == "closed":
+            return
+        params: dict[str, Any] = {"sessionId": session_id, "update": update}
+        if replay:
+            params["_meta"] = {"agentd": {"replay": True}}
+        self.protocol.notify("agentd/session/update", params)
+
+    def log_message(self, text: str, level: int) -> None:
+        if self.state == "closed":
+            return
+        self.server.window_log_message(types.LogMessageParams(type=types.MessageType(level), message=text))
+
+    def show_message(self, text: str, level: int) -> None:
+        if self.state != "closed":
+            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType(level), message=text))
+
+    def withdraw(self, msg_id: str) -> None:
+        """Withdraw an outstanding server->client request: forget it (a late answer is ignored) and send
+        `$/cancelRequest` (PROTOCOL.md §6.10, §12.2)."""
+        self.outstanding.pop(msg_id, None)
+        self.protocol._request_futures.pop(msg_id, None)
+        self.protocol._result_types.pop(msg_id, None)
+        if self.state != "closed":
+            self.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+
+    # ---- roots ---------------------------------------------------------------------------------------
+    def roots_text(self) -> str:
+        return ", ".join(self.roots) if self.roots else "none"
+
+    def folders_changed(self, added: list[str], removed: list[str]) -> list[str]:
+        """Apply `workspace/didChangeWorkspaceFolders`; return the ids of sessions now outside every root."""
+        gone = {uri_to_root(u) for u in removed}
+        self.roots = [r for r in self.roots if r not in gone]
+        for uri in added:
+            root = uri_to_root(uri)
+            if root and root not in self.roots:
+                self.roots.append(root)
+        return [sid for sid, h in self.sessions.items() if not inside(str(h.session.p.cwd), self.roots)]
+
+    # ---- teardown ------------------------------------------------------------------------------------
+    async def unload(self, session_id: str) -> None:
+        """Cancel the session's turn (its prompt answers `cancelled` first), then close it and release
+        its lock and provider. Later requests for it get SessionNotLoaded."""
+        hosted = self.sessions.get(session_id)
+        if hosted is None:
+            return
+        hosted.session.cancel()
+        task = hosted.prompt_task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=10)
+        for msg_id, sid in list(self.outstanding.items()):
+            if sid == session_id:
+                self.withdraw(msg_id)
+        self.sessions.pop(session_id, None)
+        try:
+            hosted.session.p.store.sync()
+        except Exception:  # the store may already be broken; closing still releases the lock
+            log.warning("session %s: final fsync failed", session_id, exc_info=True)
+        hosted.session.close()
+        hosted.bridge.attach(None, hosted.session)
+        try:
+            await hosted.provider.aclose()
+        except Exception:
+            log.debug("provider close failed", exc_info=True)
+
+    async def shutdown(self) -> None:
+        """LSP `shutdown` (PROTOCOL.md §4.4): cancel turns, withdraw requests, flush, release locks."""
+        if self.state in ("shutdown", "closed"):
+            return
+        self.state = "shutdown"
+        await asyncio.gather(*(self.unload(sid) for sid in list(self.sessions)))
+        for msg_id in list(self.outstanding):
+            self.withdraw(msg_id)
+
+    async def close(self, code: int) -> None:
+        """The connection ends (`exit`, end of input or a disconnect): clean up, then `on_close(code)`."""
+        if self.state == "closed":
+            return
+        await self.shutdown()
+        self.state = "closed"
+        self.exit_code = code
+        self.daemon.connections.discard(self)
+        if self.on_close is not None:
+            self.on_close(code)
+        if not self.daemon.connections and self.daemon.on_idle is not None:
+            self.daemon.on_idle()

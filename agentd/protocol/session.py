@@ -1,0 +1,216 @@
+"""Params and results of the `agentd/session/*` requests (PROTOCOL.md §6). LEAF: imports only agentd.protocol.
+
+Owns: the content blocks a prompt may carry (ACP v1 shapes, §6.4), the params model of every client ->
+server method, the result models, and the mode table (§6.1). Validation: unknown properties are ignored,
+`_meta` is kept; a failure becomes `-32602 InvalidParams` with `data.errors` in the adapter.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from agentd.protocol.base import WireModel
+
+# ---- content blocks (§6.4) -------------------------------------------------------------------------
+
+
+class TextBlock(WireModel):
+    type: Literal["text"]
+    text: str
+
+
+class ResourceLinkBlock(WireModel):
+    type: Literal["resource_link"]
+    uri: str
+    name: str
+    mime_type: str | None = None
+    size: int | None = None
+
+
+class TextResource(WireModel):
+    uri: str
+    text: str | None = None
+    blob: str | None = None
+    mime_type: str | None = None
+
+
+class ResourceBlock(WireModel):
+    type: Literal["resource"]
+    resource: TextResource
+
+
+class ImageBlock(WireModel):
+    type: Literal["image"]
+    data: str
+    mime_type: str
+
+
+class AudioBlock(WireModel):
+    type: Literal["audio"]
+    data: str = ""
+    mime_type: str = ""
+
+
+ContentBlock = Annotated[
+    TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock, Field(discriminator="type")
+]
+
+# ---- params ------------------------------------------------------------------------------------------
+
+
+class NewSessionParams(WireModel):
+    cwd: str
+    additional_directories: list[str] = Field(default_factory=list)
+    mcp_servers: list[Any] = Field(default_factory=list)
+
+
+class LoadSessionParams(WireModel):
+    session_id: str
+    cwd: str
+    additional_directories: list[str] = Field(default_factory=list)
+    mcp_servers: list[Any] = Field(default_factory=list)
+
+
+class ListSessionsParams(WireModel):
+    cwd: str | None = None
+    cursor: str | None = None
+
+
+class PromptParams(WireModel):
+    session_id: str
+    prompt: list[ContentBlock]
+    work_done_token: int | str | None = None
+
+
+class SessionIdParams(WireModel):
+    """`{sessionId}`: cancel, close, todos, status, compact."""
+
+    session_id: str
+
+
+class SetModeParams(WireModel):
+    session_id: str
+    mode_id: str
+
+
+# ---- results -----------------------------------------------------------------------------------------
+
+ModeId = Literal["default", "acceptEdits", "readOnly"]
+MODES: tuple[tuple[str, str, str], ...] = (
+    ("default", "Ask", "Follow the permission rules; ask when a rule says ask."),
+    ("acceptEdits", "Accept edits", "Also allow write_file and edit_file inside the workspace without asking."),
+    ("readOnly", "Read only", "Reject every write and command without asking."),
+)
+MODE_IDS = frozenset(m[0] for m in MODES)
+
+
+class SessionMode(WireModel):
+    id: str
+    name: str
+    description: str | None = None
+
+
+class SessionModeState(WireModel):
+    current_mode_id: str
+    available_modes: list[SessionMode]
+
+
+def modes_state(current: str, *, descriptions: bool = True) -> dict[str, Any]:
+    """`{"currentModeId", "availableModes"}` of §6.1 (with descriptions) or §6.2 (without)."""
+    return {
+        "currentModeId": current,
+        "availableModes": [
+            {"id": i, "name": n, **({"description": d} if descriptions else {})} for i, n, d in MODES
+        ],
+    }
+
+
+class NewSessionResult(WireModel):
+    session_id: str
+    modes: SessionModeState | None = None
+
+
+class LoadSessionResult(WireModel):
+    modes: SessionModeState | None = None
+
+
+class SessionInfo(WireModel):
+    session_id: str
+    cwd: str
+    title: str | None = None
+    updated_at: str | None = None
+
+
+class ListSessionsResult(WireModel):
+    sessions: list[SessionInfo]
+    next_cursor: str | None = None
+
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+class PromptResult(WireModel):
+    stop_reason: StopReason
+
+
+class TodoEntry(WireModel):
+    content: str
+    status: Literal["pending", "in_progress", "done"]
+
+
+class TodosResult(WireModel):
+    todos: list[TodoEntry]
+    snapshot: str
+    updated_at: str | None = None
+
+
+class ContextStatus(WireModel):
+    used_tokens: int
+    window_tokens: int
+    compress_threshold_tokens: int
+    messages: int
+    compactions: int
+
+
+class Totals(WireModel):
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cache_read_known: bool | None = None
+    cache_write_known: bool | None = None
+
+
+class Cost(WireModel):
+    amount: float
+    currency: str
+
+
+class SessionStatus(WireModel):
+    session_id: str
+    cwd: str
+    state: Literal["idle", "running", "awaiting_permission"]
+    mode: str
+    provider: str
+    model: str
+    context: ContextStatus
+    totals: Totals
+    cost_estimate: Cost | None = None
+    turns: int
+    updated_at: str | None = None
+
+
+class CompactResult(WireModel):
+    compacted: bool
+    reason: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    messages_before: int | None = None
+    messages_after: int | None = None
+
+
+class EmptyResult(WireModel):
+    """`{}`: close, setMode."""
