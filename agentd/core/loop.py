@@ -104,17 +104,23 @@ async def _request(s: Session) -> tuple[ModelResponse, str]:
     message_id = new_message_id()
     finished: list[dict[str, Any]] = []
     ids = [message_id]
+    streamed = [False]  # did the current attempt emit text under ids[-1]?
+    retract: list[str | None] = [None]  # the messageId the next first chunk retracts
 
     def on_event(ev: StreamEvent) -> None:
         if ev.kind == "text_delta" and ev.text:
-            retracts = ids[-2] if len(ids) > 1 and not finished and ev.text else None
-            s.emit(updates.agent_message_chunk(ids[-1], ev.text, retracts=retracts))
+            s.emit(updates.agent_message_chunk(ids[-1], ev.text, retracts=retract[0]))
+            retract[0], streamed[0] = None, True
         elif ev.kind == "block_done" and ev.block is not None:
             finished.append(ev.block)
 
     def on_retry(attempt: int, delay: float, err: ProviderError) -> None:
+        """A retry voids the partial reply: text shown so far is retracted by the next reply's first chunk."""
         finished.clear()
-        ids.append(new_message_id())
+        if streamed[0]:
+            retract[0] = ids[-1]
+            ids.append(new_message_id())
+            streamed[0] = False
 
     async def attempt(n: int) -> ModelResponse:
         finished.clear()

@@ -220,3 +220,28 @@ async def test_truncated_tool_use_never_runs(make_harness, workspace: Path):
         "role": "assistant",
         "content": [{"type": "text", "text": "partial"}],
     }
+
+
+async def test_a_retry_retracts_the_partial_reply_once(make_harness):
+    """CONTRACTS §6: the new reply streams under a new messageId whose first chunk retracts the old one."""
+    h = make_harness(
+        answers_of(
+            {"reply": [text("a partial reply that will be dropped")], "stream_error_after_events": 4},
+            [text("the final reply")],
+        )
+    )
+    assert await h.session.prompt(_prompt("hi")) == "end_turn"
+    chunks = [u for u in h.updates if u["sessionUpdate"] == "agent_message_chunk"]
+    ids = [c["_meta"]["agentd"]["messageId"] for c in chunks]
+    first_new = ids.index(ids[-1])
+    retracts = [c["_meta"]["agentd"].get("retracts") for c in chunks]
+    assert (len(set(ids)), retracts[first_new], retracts[:first_new] + retracts[first_new + 1 :]) == (
+        2,
+        ids[0],
+        [None] * (len(chunks) - 1),
+    )
+    assert "".join(c["content"]["text"] for c in chunks[first_new:]) == "the final reply"
+    assert h.session.p.context.messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "the final reply"}],
+    }
