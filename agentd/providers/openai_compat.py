@@ -22,7 +22,7 @@ Choices:
   `is_error` result, and the raw text goes back unchanged as `arguments` in later requests.
 - Lenient fallback (`tool_calls_as_text` servers): a reply without `tool_calls` whose whole content is one fenced
   ```json block or a bare JSON object `{"name": <offered tool>, "arguments"|"parameters"|"input": {...}}` (or a
-  list of such objects) becomes tool_use blocks with ids `call_text_<n>`; a name that is not an offered tool leaves
+  list of such objects) becomes tool_use blocks with ids `call_text_<instance>_<n>`; a name that is not an offered tool leaves
   the text as it is. Text that may be such a call is held back until the reply ends, then shown if it was not.
 - An assistant message with tool calls always carries the `content` key (`""` when it has no text): some local
   servers answer 500 without it (llama-cpp-python).
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 import json
 import logging
 import re
@@ -279,11 +280,14 @@ class ChatAccumulator:
 
     `feed(chunk)` returns the `text_delta` events to show; `finish()` builds the response and its `block_done`
     events. `tool_names` are the offered tools (for the lenient fallback); `next_text_call_id` numbers
-    `call_text_<n>` ids.
+    `call_text_<instance>_<n>` ids (unique per provider instance).
     """
 
     def __init__(
-        self, tool_names: Collection[str] = (), next_text_call_id: Iterator[int] | None = None
+        self,
+        tool_names: Collection[str] = (),
+        next_text_call_id: Iterator[int] | None = None,
+        text_call_prefix: str | None = None,
     ) -> None:
         self.id = ""
         self.model = ""
@@ -297,6 +301,8 @@ class ChatAccumulator:
         self._calls: dict[int, dict[str, Any]] = {}
         self._tool_names = tool_names
         self._next_text_call_id = next_text_call_id or itertools.count(1)
+        # Unique per provider instance, so ids stay unique across restarts and resumes of one session.
+        self.text_call_prefix = text_call_prefix or secrets.token_hex(4)
 
     def feed(self, chunk: Mapping[str, Any]) -> list[StreamEvent]:
         self.started = True
@@ -369,7 +375,7 @@ class ChatAccumulator:
             blocks = [
                 {
                     "type": "tool_use",
-                    "id": f"call_text_{next(self._next_text_call_id)}",
+                    "id": f"call_text_{self.text_call_prefix}_{next(self._next_text_call_id)}",
                     "name": name,
                     "input": args,
                 }
@@ -435,6 +441,7 @@ class OpenAICompatProvider:
         self._timeout_s = timeout_s
         self._client: Any = None
         self._text_call_ids = itertools.count(1)
+        self.text_call_prefix = secrets.token_hex(4)  # call_text ids stay unique across resumes
         self._service = (
             "OpenAI" if is_official_openai(base_url) else f"The OpenAI-compatible server at {base_url}"
         )
@@ -467,7 +474,7 @@ class OpenAICompatProvider:
         import openai
 
         client = self._get_client()
-        acc = ChatAccumulator([t["name"] for t in request.tools], self._text_call_ids)
+        acc = ChatAccumulator([t["name"] for t in request.tools], self._text_call_ids, self.text_call_prefix)
         try:
             chunks = await cast(Any, client.chat.completions).create(**self.body(request), stream=True)
             async with chunks:

@@ -10,12 +10,13 @@ Behaviour:
   `block_done` events; tool ids are `toolu_scr_<answer>_<k>` (answer 1-based in the scenario, k 1-based in the
   reply) unless the item gives an `id`; message ids `msg_scr_<request>`. Unlike the emulator, replies are not
   capped at `max_tokens`.
-- `fault: {"http": S, "headers": {...}, "message": M}` (or those keys on the answer itself) raises the `ProviderError` the real providers raise for S
-  (429 and 5xx/529 retryable, `retry-after-ms` / `retry-after` honoured). `drop_after_events: n` and
+- `fault: {"http": S, "headers": {...}, "message": M}` (or those keys on the answer itself) raises the
+  `ProviderError` the real providers raise for S (429 and 5xx/529 retryable, `retry-after-ms` / `retry-after`
+  honoured). `drop_after_events: n` and
   `stream_error_after_events: n` raise a retryable error after n virtual SSE events (message_start, per block a
   start, its deltas and a stop, message_delta, message_stop), after emitting what those events carried.
-- `stop_reason: "max_tokens"` with `truncate_tool_json: true` leaves the last tool_use out of `content` and lists
-  its id in `truncated_tool_use_ids`; `empty_end_turn: true` answers `content: []`; `refusal` gives
+- `truncate_tool_json: true` leaves the last tool_use out of `content`, lists its id in `truncated_tool_use_ids`
+  and ends with `stop_reason: "max_tokens"`; `empty_end_turn: true` answers `content: []`; `refusal` gives
   `stop_reason: "refusal"`. `hold_after_events`/`gate`, `expect`, `repeat_input_usage_in_delta` and
   `unknown_event` concern the wire and are ignored here.
 - A compaction request (the last user message's first text starts with the scenario's `compaction_marker`, else

@@ -350,7 +350,12 @@ async def test_tool_calls_as_text_become_tool_use_for_offered_tools(
     )
     events: list[StreamEvent] = []
     response = await provider.stream(request([user("go")]), events.append)
-    tool = {"type": "tool_use", "id": "call_text_1", "name": "read_file", "input": TOOL_INPUT}
+    tool = {
+        "type": "tool_use",
+        "id": f"call_text_{provider.text_call_prefix}_1",
+        "name": "read_file",
+        "input": TOOL_INPUT,
+    }
     assert (response.content, response.stop_reason, events) == (
         [tool],
         "tool_use",
