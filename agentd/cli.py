@@ -20,6 +20,7 @@ from typing import Any
 
 from agentd import __version__
 from agentd.errors import AgentdError, ConfigError, UsageError
+from agentd.log import stderr_line
 
 EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_STOP, EXIT_SIGINT = 0, 2, 6, 7, 130
 
@@ -187,6 +188,7 @@ async def _run_turn(
             data_dir=data_dir,
             approver=approver,
             sink=printer.update,
+            lines=printer.line,
         )
     else:
         session = create_session(
@@ -196,6 +198,7 @@ async def _run_turn(
             data_dir=data_dir,
             approver=approver,
             sink=printer.update,
+            lines=printer.line,
         )
     if banner:
         sys.stderr.write(banner)
@@ -241,6 +244,14 @@ class _Printer:
         sys.stdout.write(update["content"]["text"])
         sys.stdout.flush()
         self.open_line = not update["content"]["text"].endswith("\n")
+
+    def line(self, text: str) -> None:
+        """An operator line on stderr; on a terminal, first end the assistant's open line on stdout."""
+        if self.open_line and sys.stdout.isatty() and sys.stderr.isatty():
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self.open_line = False
+        stderr_line(text)
 
     def end(self) -> None:
         if self.open_line:
