@@ -14,6 +14,7 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -120,42 +121,49 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_plan(self, plan: Plan, entry: dict[str, Any] | None) -> None:
         core = self.server.emulator._core
-        times: dict[str, Any] = {}
+
+        def note(**fields: Any) -> None:  # the journal is complete before the client can see the end
+            if entry is not None:
+                core.update_entry(entry, **fields)
+
         try:
-            outcome = self._write(plan, times)
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            outcome = "disconnected"
+            self._write(plan, note)
+        except OSError:  # BrokenPipeError, ConnectionResetError: the client went away
+            note(outcome="disconnected")
             self.close_connection = True
         if plan.drop or plan.close:
             self.close_connection = True
-        if entry is not None:
-            core.update_entry(entry, outcome=outcome, **times)
 
-    def _write(self, plan: Plan, times: dict[str, Any]) -> str:
+    def _write(self, plan: Plan, note: Callable[..., None]) -> None:
         if plan.gate is not None and plan.events is None and not self._hold(plan.gate):
-            return "disconnected"
-        self._headers(plan, chunked=plan.events is not None)
-        times["first_byte_at"] = time.monotonic()
-        if plan.on_headers is not None:
+            note(outcome="disconnected")
+            return
+        if plan.on_headers is not None:  # cache writes become visible as the response begins
             plan.on_headers()
         if plan.events is None:
+            now = time.monotonic()
+            note(first_byte_at=now, last_byte_at=now, outcome="complete")
+            self._headers(plan, chunked=False)
             self.wfile.write(plan.body or b"")
-            times["last_byte_at"] = time.monotonic()
-            return "complete"
-        for k, frame in enumerate(plan.events):
+            return
+        note(first_byte_at=time.monotonic())
+        self._headers(plan, chunked=True)
+        pieces = [b"%x\r\n%s\r\n" % (len(f), f) for f in plan.events]
+        if not plan.drop:  # §3.3 drop_after_events: no final chunk, no message_stop
+            pieces.append(b"0\r\n\r\n")
+        outcome = "dropped" if plan.drop else "stream_error" if plan.close else "complete"
+        for k, piece in enumerate(pieces):
             if plan.gate is not None and k == plan.hold_after and not self._hold(plan.gate):
-                times["last_byte_at"] = time.monotonic()
-                return "disconnected"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
-            times["last_byte_at"] = time.monotonic()
-        if plan.gate is not None and plan.hold_after is not None and plan.hold_after >= len(plan.events):
-            self._hold(plan.gate)
-        if plan.drop:  # §3.3 drop_after_events: no final chunk, no message_stop
+                note(outcome="disconnected")
+                return
+            if k == len(pieces) - 1:
+                note(last_byte_at=time.monotonic(), outcome=outcome)
+            self.wfile.write(piece)
+            if k < len(pieces) - 1:
+                note(last_byte_at=time.monotonic())
+        if plan.drop:
+            note(outcome=outcome, **({} if pieces else {"last_byte_at": time.monotonic()}))
             self.connection.shutdown(socket.SHUT_RDWR)
-            return "dropped"
-        self.wfile.write(b"0\r\n\r\n")
-        times["last_byte_at"] = time.monotonic()
-        return "stream_error" if plan.close else "complete"
 
     def _hold(self, name: str) -> bool:
         """Mark gate `name` reached and wait until it opens; False if the client went away first."""
