@@ -84,16 +84,24 @@ class Context:
         """A deep copy of the active history (callers can never mutate the Context through it)."""
         return copy.deepcopy(self._messages)
 
+    def view(self) -> tuple[Message, ...]:
+        """The active history without copying it: read-only for the caller (the validator at resume, where
+        a deep copy of a long history cost more than parsing the log; TESTING.md §5.2)."""
+        return tuple(self._messages)
+
     def __len__(self) -> int:
         return len(self._messages)
 
     def last(self) -> Message | None:
         return copy.deepcopy(self._messages[-1]) if self._messages else None
 
-    def add_user(self, blocks: list[Block]) -> None:
+    def add_user(self, blocks: list[Block], *, adopt: bool = False) -> None:
         """Append user content, tool_result blocks first; merged into the previous message when that is a
-        user message too. Empty text blocks are dropped; nothing empty is ever stored."""
-        blocks = [copy.deepcopy(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
+        user message too. Empty text blocks are dropped; nothing empty is ever stored.
+        `adopt=True` stores the caller's block objects without copying them: only for blocks nobody else
+        holds (replay of freshly parsed log records), which keeps resume linear and cheap."""
+        keep = (lambda b: b) if adopt else copy.deepcopy
+        blocks = [keep(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
         if not blocks:
             return
         merge = bool(self._messages) and self._messages[-1]["role"] == "user"
@@ -105,16 +113,19 @@ class Context:
         else:
             self._messages.append({"role": "user", "content": results + others})
 
-    def add_assistant(self, blocks: list[Block], extra: dict[str, Any] | None = None) -> bool:
+    def add_assistant(
+        self, blocks: list[Block], extra: dict[str, Any] | None = None, *, adopt: bool = False
+    ) -> bool:
         """Append an assistant message. Returns False (and stores nothing) when it would be empty:
         an empty assistant message in the middle of a history is a 400 (case C13).
-        `extra`: provider fields kept on the message (e.g. `reasoning_content`)."""
-        blocks = [copy.deepcopy(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
+        `extra`: provider fields kept on the message (e.g. `reasoning_content`); `adopt`: as in add_user."""
+        keep = (lambda b: b) if adopt else copy.deepcopy
+        blocks = [keep(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
         if not blocks:
             return False
         msg: Message = {"role": "assistant", "content": blocks}
         if extra:
-            msg.update(copy.deepcopy(extra))
+            msg.update(extra if adopt else copy.deepcopy(extra))
         self._messages.append(msg)
         return True
 

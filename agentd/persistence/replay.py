@@ -10,7 +10,6 @@ Must not import pygls, lsprotocol, acp or adapters.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +22,18 @@ if TYPE_CHECKING:
 
 
 def restore_message(payload: dict[str, Any], read_blob: Callable[[str], bytes]) -> dict[str, Any]:
-    """The API message of a `message` record, with blob-backed tool_result texts read back."""
-    msg = copy.deepcopy(payload["message"])
-    for j, ref in (payload.get("blobs") or {}).items():
-        msg["content"][int(j)]["content"] = read_blob(ref).decode("utf-8")
+    """The API message of a `message` record, with blob-backed tool_result texts read back.
+
+    Read-only for the caller: the record is not copied (the Context copies what it stores), except the
+    blocks whose text comes from a blob, so the record itself never changes. No deep copy: a resume
+    must cost a small constant times parsing the log (TESTING.md §5.2 `resume_ratio`)."""
+    msg = payload["message"]
+    blobs = payload.get("blobs")
+    if blobs:
+        content = list(msg["content"])
+        for j, ref in blobs.items():
+            content[int(j)] = {**content[int(j)], "content": read_blob(ref).decode("utf-8")}
+        msg = {**msg, "content": content}
     return msg
 
 
@@ -75,10 +82,10 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
             msg = restore_message(rec, p.store.read_blob)
             if msg["role"] == "assistant":
                 extra = {k: v for k, v in msg.items() if k not in ("role", "content")}
-                ctx.add_assistant(msg["content"], extra or None)
+                ctx.add_assistant(msg["content"], extra or None, adopt=True)
                 rounds.assistant(msg)
             else:
-                ctx.add_user(msg["content"])
+                ctx.add_user(msg["content"], adopt=True)
                 rounds.user(msg)
         elif kind == "prompt":
             session.turns += 1
@@ -115,13 +122,13 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
 def check_history(session: Session) -> None:
     """Run the validator on the rebuilt history as the next request would see it (open tool_uses answered
     by their synthetic results). An empty history is fine (a session with no prompt yet)."""
-    messages = session.p.context.messages
+    messages = list(session.p.context.view())  # shared messages, never mutated here: no deep copy
     if not messages:
         return
     synthetic = session.synthetic_results()
     if synthetic:
         if messages[-1]["role"] == "user":
-            messages[-1]["content"] = synthetic + messages[-1]["content"]
+            messages[-1] = {**messages[-1], "content": synthetic + messages[-1]["content"]}
         else:
             messages.append({"role": "user", "content": synthetic})
     if messages[-1]["role"] == "assistant":

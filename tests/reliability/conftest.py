@@ -88,7 +88,9 @@ class Proc:
         with self._cond:
             while not pred(self._out.decode("utf-8", "replace"), self._err.decode("utf-8", "replace")):
                 left = deadline - time.monotonic()
-                if left <= 0 or (self.popen.poll() is not None and not any(t.is_alive() for t in self._threads)):
+                if left <= 0 or (
+                    self.popen.poll() is not None and not any(t.is_alive() for t in self._threads)
+                ):
                     pytest.fail(
                         f"timed out waiting for {what}; rc={self.popen.poll()} stderr:\n"
                         + self._err.decode("utf-8", "replace")
@@ -139,6 +141,7 @@ class Agentd:
         self.config_dir = self.tmp / "config"
         self.config_dir.mkdir()
         self.procs: list[Proc] = []
+        self.env_extra: dict[str, str] = {}  # more variables for every process this runner starts
 
     def env(self, failpoints: str | None = None) -> dict[str, str]:
         env = {
@@ -147,6 +150,7 @@ class Agentd:
             "ANTHROPIC_API_KEY": self.key,
             "AGENTD_DATA_DIR": str(self.data),
             "AGENTD_CONFIG_DIR": str(self.config_dir),
+            **self.env_extra,
         }
         env.pop("AGENTD_FAILPOINTS", None)
         if failpoints:
@@ -230,7 +234,10 @@ def strip_cc(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def user(*blocks: dict[str, Any] | str) -> dict[str, Any]:
-    return {"role": "user", "content": [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks]}
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks],
+    }
 
 
 def assistant(*blocks: dict[str, Any] | str) -> dict[str, Any]:

@@ -23,7 +23,9 @@ MODEL = DEFAULT_MODELS["anthropic"]
 
 def snapshot(folder: Path) -> dict[str, str]:
     """sha256 of every file in a session folder, by name."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()
+    }
 
 
 def locked_text(sid: str, info: dict) -> str:
@@ -82,7 +84,12 @@ def test_a_second_resume_of_a_held_session_exits_4_naming_the_holder(agentd: Age
     assert [accepted(e) for e in agentd.emu.journal] == [(200, None), (200, None)]
     records = log_records(sdir / "log.jsonl")  # each line parses
     assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
-    assert messages_of(records) == [user("one"), assistant("Hello."), user("two"), assistant("Held, then finished.")]
+    assert messages_of(records) == [
+        user("one"),
+        assistant("Hello."),
+        user("two"),
+        assistant("Held, then finished."),
+    ]
 
     exported = agentd.cli("sessions", "export", sid, "--format", "jsonl")
     assert (exported.popen.returncode, exported.stdout) == (0, (sdir / "log.jsonl").read_text())
@@ -113,9 +120,7 @@ def test_resuming_20_times_without_a_prompt_leaves_the_session_byte_identical(ag
             }
         ]
     )
-    killed = agentd.run(
-        "make x", args=("--allow", "write_file"), failpoints="loop.after_tool_started=kill@2"
-    )
+    killed = agentd.run("make x", args=("--allow", "write_file"), failpoints="loop.after_tool_started=kill@2")
     assert killed.popen.returncode == -9, killed.stderr
     sid = killed.session_id()
     sdir = agentd.session_dir(sid)

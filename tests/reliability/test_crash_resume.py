@@ -26,8 +26,8 @@ from tests.reliability.conftest import (
     messages_of,
     result_block,
     strip_cc,
-    tool_use_block,
     takeover,
+    tool_use_block,
     user,
     wait_file,
     warnings_of,
@@ -50,7 +50,8 @@ def tool(name: str, **inp: object) -> dict:
 
 
 def test_kill_during_a_model_stream_then_resume(agentd: Agentd) -> None:
-    """§4.1 row 1: SIGKILL while a reply streams; the partial reply is never stored nor sent again."""
+    """§4.1 row 1 (C10): SIGKILL while a reply streams; the partial reply is never stored nor sent again,
+    and every message acknowledged before the kill is replayed as it was."""
     partial = "This reply is cut off by a crash in the middle of its stream, and must vanish."
     (agentd.ws / "a.txt").write_text("alpha\n")
     agentd.emu.script(
@@ -124,7 +125,10 @@ def test_kill_between_tool_use_and_tool_result_then_resume(
     acknowledged = [user("write x"), assistant("Writing x.txt.", write)]
     assert messages_of(records) == acknowledged
     started = [r["toolCallId"] for r in records if r["kind"] == "tool_started"]
-    assert (started, (agentd.ws / "x.txt").exists()) == ([] if synthetic == INTERRUPTED_BEFORE else [TU1], ran)
+    assert (started, (agentd.ws / "x.txt").exists()) == (
+        [] if synthetic == INTERRUPTED_BEFORE else [TU1],
+        ran,
+    )
     assert "[Tool] " not in killed.stderr  # nothing was reported done that is not stored
     before = agentd.log_bytes(sid)
 
@@ -164,7 +168,10 @@ def test_kill_in_the_middle_of_writing_a_record_then_resume(agentd: Agentd) -> N
         torn,
     ), torn
     good = log[: len(log) - len(torn)]
-    acknowledged = [user("read a"), assistant("Reading.", tool_use_block(TU1, "read_file", {"path": "a.txt"}))]
+    acknowledged = [
+        user("read a"),
+        assistant("Reading.", tool_use_block(TU1, "read_file", {"path": "a.txt"})),
+    ]
 
     shown = agentd.cli("sessions", "show", sid)  # the read-only view skips the torn line and writes nothing
     assert shown.popen.returncode == 0, shown.stderr
@@ -205,10 +212,13 @@ def test_sigint_during_run_command_exits_130_and_the_resume_is_valid(agentd: Age
     os.kill(proc.pid, signal.SIGINT)
     rc = proc.wait(10)
     elapsed = time.monotonic() - t0
-    assert (rc, elapsed < 3.0) == (130, True), (elapsed, proc.stderr)
+    assert (rc, elapsed < 5.0) == (130, True), (elapsed, proc.stderr)  # vs a 30 s command; ~1 s seen
     assert group_members(pgid) == []
     sid = proc.session_id()
-    acknowledged = [user("wait"), assistant("Running.", tool_use_block(TU1, "run_command", {"command": command}))]
+    acknowledged = [
+        user("wait"),
+        assistant("Running.", tool_use_block(TU1, "run_command", {"command": command})),
+    ]
     assert messages_of(agentd.records(sid)) == acknowledged
 
     resumed = agentd.run("again", resume=sid)
@@ -245,7 +255,10 @@ def test_first_request_after_a_resume_reads_the_cache(agentd: Agentd) -> None:
     assert [accepted(e) for e in journal] == [(200, None)] * 3
     before, after = journal[1], journal[2]
     b, a = before["body"], after["body"]
-    assert (json.dumps(a["tools"]), json.dumps(a["system"])) == (json.dumps(b["tools"]), json.dumps(b["system"]))
+    assert (json.dumps(a["tools"]), json.dumps(a["system"])) == (
+        json.dumps(b["tools"]),
+        json.dumps(b["system"]),
+    )
     n = len(b["messages"])
     assert strip_cc(a["messages"][:n]) == strip_cc(b["messages"])
     assert strip_cc(a["messages"][n:]) == [assistant("It says alpha."), user("and now?")]
