@@ -103,12 +103,7 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
         elif kind == "usage":
             u = rec.get("usage") or {}
             session.totals.add(
-                Usage(
-                    input_tokens=u.get("inputTokens"),
-                    output_tokens=u.get("outputTokens"),
-                    cache_creation_input_tokens=u.get("cacheCreationInputTokens"),
-                    cache_read_input_tokens=u.get("cacheReadInputTokens"),
-                ),
+                Usage.from_json(u),
                 rec.get("model", ""),
             )
         elif kind == "compaction":

@@ -53,12 +53,28 @@ class Usage:
 
     def to_json(self) -> dict[str, int | None]:
         """Wire/log shape with camelCase keys; unknown counts are `null`."""
-        return {
+        out = {
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
             "cacheCreationInputTokens": self.cache_creation_input_tokens,
             "cacheReadInputTokens": self.cache_read_input_tokens,
         }
+        if self.cache_creation_1h is not None or self.cache_creation_5m is not None:  # priced differently
+            out["cacheCreation1hInputTokens"] = self.cache_creation_1h
+            out["cacheCreation5mInputTokens"] = self.cache_creation_5m
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Usage:
+        """The inverse of `to_json` (a stored `usage` record); missing counts are unknown."""
+        return cls(
+            input_tokens=data.get("inputTokens"),
+            output_tokens=data.get("outputTokens"),
+            cache_creation_input_tokens=data.get("cacheCreationInputTokens"),
+            cache_read_input_tokens=data.get("cacheReadInputTokens"),
+            cache_creation_1h=data.get("cacheCreation1hInputTokens"),
+            cache_creation_5m=data.get("cacheCreation5mInputTokens"),
+        )
 
     def accounting_line(self) -> str:
         """The stderr line of CONTRACTS.md §6: `[turn · in=… out=… cache_read=… cache_write=…]`."""

@@ -202,3 +202,30 @@ async def test_scripted_provider_validates_like_the_service(make_harness):
     h = make_harness(provider=p)
     assert await h.session.prompt(_prompt("hi")) == "end_turn"
     assert len(p.requests) == 1
+
+
+async def test_token_totals_and_cost_survive_a_resume(make_harness):
+    """The usage records replay into the same totals, cost included (1h/5m split kept)."""
+    h = make_harness(answers_of([todo(("a", "pending"))], [text("ok")]))
+    await h.session.prompt(_prompt("go"))
+    before = h.session.totals.to_json()
+    sid = h.session.id
+    h.session.close()
+    assert make_harness(resume=sid).session.totals.to_json() == before
+
+
+def test_usage_round_trips_through_its_record_form():
+    from agentd.providers.base import Usage
+
+    u = Usage(
+        input_tokens=3,
+        output_tokens=9,
+        cache_creation_input_tokens=30,
+        cache_read_input_tokens=100,
+        cache_creation_1h=20,
+        cache_creation_5m=10,
+    )
+    assert (Usage.from_json(u.to_json()), Usage.from_json(Usage(input_tokens=1).to_json())) == (
+        u,
+        Usage(input_tokens=1),
+    )
