@@ -75,6 +75,7 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
     p = session.p
     ctx = p.context
     rounds = _Rounds(session)
+    measured: Usage | None = None  # the last response's usage, applied once its reply is in the Context
     last_todos: list[dict[str, Any]] | None = None
     for rec in records:
         kind = rec.get("kind")
@@ -84,7 +85,11 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
                 extra = {k: v for k, v in msg.items() if k not in ("role", "content")}
                 ctx.add_assistant(msg["content"], extra or None, adopt=True)
                 rounds.assistant(msg)
+                _apply_usage(ctx, measured)
+                measured = None
             else:
+                _apply_usage(ctx, measured)  # the reply of that request was empty
+                measured = None
                 ctx.add_user(msg["content"], adopt=True)
                 rounds.user(msg)
         elif kind == "prompt":
@@ -101,17 +106,22 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
         elif kind == "title":
             session.title = rec.get("title")
         elif kind == "usage":
-            u = rec.get("usage") or {}
-            session.totals.add(
-                Usage.from_json(u),
-                rec.get("model", ""),
-            )
+            measured = Usage.from_json(rec.get("usage") or {})
+            session.totals.add(measured, rec.get("model", ""))
         elif kind == "compaction":
+            measured = None  # that usage was the summary request's
             ctx.replace_prefix(rec["replaced"], rec["summary"], rec.get("ack"))
+    _apply_usage(ctx, measured)
     rounds.flush()
     if last_todos is not None:
         p.todos.restore(last_todos, p.todos.stale_count)
     check_history(session)
+
+
+def _apply_usage(ctx: Any, usage: Usage | None) -> None:
+    """The exact context size after a response, as the live loop recorded it (no recalibration)."""
+    if usage is not None:
+        ctx.record_usage(usage, 0)
 
 
 def check_history(session: Session) -> None:

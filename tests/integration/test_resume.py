@@ -229,3 +229,14 @@ def test_usage_round_trips_through_its_record_form():
         u,
         Usage(input_tokens=1),
     )
+
+
+async def test_context_size_is_exact_after_a_resume(make_harness, workspace: Path):
+    """The last response's usage gives the exact size again after a resume (not a fresh estimate)."""
+    (workspace / "a.txt").write_text("alpha\n" * 50)
+    h = make_harness(answers_of([read_file("a.txt")], [text("read")]))
+    await h.session.prompt(_prompt("go"))
+    live = h.session.p.context.estimated_tokens()
+    sid = h.session.id
+    h.session.close()
+    assert make_harness(resume=sid).session.p.context.estimated_tokens() == live
