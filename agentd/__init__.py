@@ -1,2 +1,3 @@
 """agentd: an editor-integrated coding-agent daemon."""
+
 __version__ = "0.1.0"

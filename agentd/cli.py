@@ -122,12 +122,32 @@ def _data_dir(args: argparse.Namespace) -> Any:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    """The LSP adapter (PROTOCOL.md §3.1, §3.2): stdio by default, or `--socket PATH` / `--tcp PORT`.
+    With `--resume ID` the session is replayed, validated and locked before stdin is read (exit 3, 4, 5)."""
     if args.resume == "":
         raise UsageError("--resume needs a session id; list them with: agentd sessions list")
-    raise UsageError(
-        "the editor server modes (LSP, ACP) are not in this build yet; use `agentd run --prompt TEXT` "
-        "or `agentd demo` (see README)"
-    )
+    if args.acp:
+        raise UsageError(
+            "--acp: the ACP adapter is not available in this build yet; start the LSP adapter instead "
+            "(`agentd` or `agentd --stdio`)"
+        )
+    if args.exit_when_idle is not None and args.socket is None and args.tcp is None:
+        raise UsageError("--exit-when-idle needs --socket PATH or --tcp PORT")
+    if args.tcp is not None and not 0 < args.tcp < 65536:
+        raise UsageError(f"--tcp {args.tcp}: the port must be between 1 and 65535")
+    if args.log_file:
+        import logging
+
+        logging.getLogger("agentd").setLevel(logging.DEBUG)
+    from agentd.adapters.lsp.host import Daemon
+    from agentd.adapters.lsp.transport import serve
+
+    daemon = Daemon(data_dir=_data_dir(args))
+    if args.resume:
+        from agentd.adapters.lsp.sessions import open_resume
+
+        daemon.resume = open_resume(daemon, args.resume)
+    return serve(daemon, socket_path=args.socket, port=args.tcp, idle_s=args.exit_when_idle)
 
 
 def _workspace(raw: str) -> Path:
@@ -180,26 +200,18 @@ async def _run_turn(
         session_id = newest_session(data_dir, workspace)
         if session_id is None:
             sys.stderr.write("agentd: no earlier session in this workspace; starting a new one\n")
+    common: dict[str, Any] = {
+        "settings": settings,
+        "provider": provider,
+        "data_dir": data_dir,
+        "approver": approver,
+        "sink": printer.update,
+        "lines": printer.line,
+    }
     if session_id:
-        session = open_session(
-            session_id=session_id,
-            settings=settings,
-            provider=provider,
-            data_dir=data_dir,
-            approver=approver,
-            sink=printer.update,
-            lines=printer.line,
-        )
+        session = open_session(session_id=session_id, **common)
     else:
-        session = create_session(
-            cwd=workspace,
-            settings=settings,
-            provider=provider,
-            data_dir=data_dir,
-            approver=approver,
-            sink=printer.update,
-            lines=printer.line,
-        )
+        session = create_session(cwd=workspace, **common)
     if banner:
         sys.stderr.write(banner)
     sys.stderr.write(f"[session {session.id}]\n")

@@ -26,9 +26,17 @@ def permission_options(tool_name: str) -> list[dict[str, str]]:
     """The four options of §6.10; option ids equal their kinds."""
     return [
         {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-        {"optionId": "allow_always", "name": f"Always allow {tool_name} in this session", "kind": "allow_always"},
+        {
+            "optionId": "allow_always",
+            "name": f"Always allow {tool_name} in this session",
+            "kind": "allow_always",
+        },
         {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
-        {"optionId": "reject_always", "name": f"Always reject {tool_name} in this session", "kind": "reject_always"},
+        {
+            "optionId": "reject_always",
+            "name": f"Always reject {tool_name} in this session",
+            "kind": "reject_always",
+        },
     ]
 
 

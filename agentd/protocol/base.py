@@ -15,7 +15,10 @@ from pydantic.alias_generators import to_camel
 class WireModel(BaseModel):
     """camelCase on the wire, snake_case in Python; unknown properties are ignored (PROTOCOL.md §2)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    # defer_build: schemas are built on first use, not at import (the daemon answers `initialize` first)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True
+    )
 
     meta: dict[str, Any] | None = Field(None, alias="_meta")
 

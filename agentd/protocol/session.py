@@ -100,7 +100,11 @@ class SetModeParams(WireModel):
 ModeId = Literal["default", "acceptEdits", "readOnly"]
 MODES: tuple[tuple[str, str, str], ...] = (
     ("default", "Ask", "Follow the permission rules; ask when a rule says ask."),
-    ("acceptEdits", "Accept edits", "Also allow write_file and edit_file inside the workspace without asking."),
+    (
+        "acceptEdits",
+        "Accept edits",
+        "Also allow write_file and edit_file inside the workspace without asking.",
+    ),
     ("readOnly", "Read only", "Reject every write and command without asking."),
 )
 MODE_IDS = frozenset(m[0] for m in MODES)

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import secrets
 import json
 import logging
 import re
+import secrets
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any, cast
 from urllib.parse import urlparse

@@ -54,6 +54,17 @@ class DocumentOverlay(Protocol):
         ...
 
 
+class EditorBridge(Protocol):
+    """Edits through the editor (LSP adapter, PROTOCOL.md §8.2). Optional; `None` in the CLI."""
+
+    async def apply_edit(
+        self, path: Path, old_text: str | None, new_text: str, label: str = ""
+    ) -> tuple[bool, str | None] | None:
+        """None: `path` is not open in the editor, write to disk. `(True, note)`: applied in the buffer
+        (`note`: text for the model, e.g. that it is not saved yet). `(False, reason)`: not applied."""
+        ...
+
+
 @dataclass
 class ToolContext:
     """What a tool may use while it runs. One per session; never a module-level object.
@@ -71,6 +82,7 @@ class ToolContext:
     run_timeout_s: float = 120.0
     env: Mapping[str, str] = field(default_factory=dict)
     documents: DocumentOverlay | None = None
+    editor: EditorBridge | None = None
     state: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -299,6 +299,33 @@ def _write(raw: str, real: Path, old: str | None, new: str, ctx: ToolContext, li
     )
 
 
+async def _apply(
+    raw: str, real: Path, old: str | None, new: str, ctx: ToolContext, line: int, title: str
+) -> ToolOutput:
+    """Through the editor when the file is open there (PROTOCOL.md §8.2), else `_write` to disk; an open
+    file is never written to disk behind the editor's back."""
+    answer = (
+        await ctx.editor.apply_edit(real, old, new, f"agentd: {title}") if ctx.editor is not None else None
+    )
+    if answer is None:
+        return _write(raw, real, old, new, ctx, line)
+    applied, note = answer
+    if not applied:
+        text = f"The editor did not apply the edit to {raw} ({note}); read the file again and retry."
+        return ToolOutput(content=text, is_error=True)
+    return ToolOutput(
+        content=note or "",
+        locations=[{"path": str(real), "line": line}],
+        diff={"path": str(real), "oldText": old, "newText": new},
+        raw_output={"bytes": len(new.encode("utf-8")), "appliedVia": "editor"},
+    )
+
+
+def _with_note(text: str, out: ToolOutput) -> str:
+    """The tool's own result text, then the editor's note (e.g. "not saved to disk yet"), if any."""
+    return f"{text} {out.content}" if out.content else text
+
+
 class _EditProblem(Exception):
     """An edit that cannot apply; `str()` is the model-facing text."""
 
@@ -350,11 +377,13 @@ class WriteFile(_PathTool):
             real, old, existed = resolve_in_workspace(args.path, ctx.roots, for_write=True), None, True
         except OSError as exc:
             return _os_error(args.path, exc)
-        out = _write(args.path, real, old, args.content, ctx, 1)
+        out = await _apply(
+            args.path, real, old, args.content, ctx, 1, f"Write {display_path(real, ctx.roots)}"
+        )
         if not out.is_error and out.raw_output is not None:
             n = out.raw_output["bytes"]
-            out.content = (
-                f"Wrote {n} bytes to {args.path}." if existed else f"Created {args.path} ({n} bytes)."
+            out.content = _with_note(
+                f"Wrote {n} bytes to {args.path}." if existed else f"Created {args.path} ({n} bytes).", out
             )
         out.title = f"Write {display_path(real, ctx.roots)}"
         return out
@@ -423,9 +452,11 @@ class EditFile(_PathTool):
         if isinstance(plan, str):
             return ToolOutput(content=plan, is_error=True)
         new, count, line = plan
-        out = _write(args.path, real, old, new, ctx, line)
+        out = await _apply(args.path, real, old, new, ctx, line, f"Edit {display_path(real, ctx.roots)}")
         if not out.is_error:
-            out.content = f"Edited {args.path}: replaced {count} occurrence{'s' if count != 1 else ''}."
-            out.raw_output = {"appliedVia": "disk", "replacements": count}
+            via = (out.raw_output or {}).get("appliedVia", "disk")
+            text = f"Edited {args.path}: replaced {count} occurrence{'s' if count != 1 else ''}."
+            out.content = _with_note(text, out)
+            out.raw_output = {"appliedVia": via, "replacements": count}
         out.title = f"Edit {display_path(real, ctx.roots)}"
         return out

@@ -23,12 +23,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentd.log import stderr_line
-from agentd.permissions.approver import ApprovalOutcome, ApprovalRequest
 from agentd.protocol.approvals import permission_options
 
 if TYPE_CHECKING:
     from agentd.adapters.lsp.host import Connection
     from agentd.core.session import Session
+    from agentd.permissions.approver import ApprovalOutcome, ApprovalRequest
 
 log = logging.getLogger("agentd.lsp.bridge")
 
@@ -103,7 +103,11 @@ class SessionBridge:
         kind = u.get("sessionUpdate")
         meta = (u.get("_meta") or {}).get("agentd") or {}
         if kind == "agent_message_chunk":
-            out: dict[str, Any] = {"sessionUpdate": kind, "content": u["content"], "messageId": meta.get("messageId")}
+            out: dict[str, Any] = {
+                "sessionUpdate": kind,
+                "content": u["content"],
+                "messageId": meta.get("messageId"),
+            }
             if meta.get("retracts"):
                 out["_meta"] = {"agentd": {"retracts": meta["retracts"]}}
             return out
@@ -122,7 +126,11 @@ class SessionBridge:
         used = sum(usage.get(k) or 0 for k in ("inputTokens", "outputTokens", "cacheCreationInputTokens",
                                                 "cacheReadInputTokens"))  # fmt: skip
         s = self.session
-        out: dict[str, Any] = {"sessionUpdate": "usage_update", "used": used, "size": s.p.model_window if s else 0}
+        out: dict[str, Any] = {
+            "sessionUpdate": "usage_update",
+            "used": used,
+            "size": s.p.model_window if s else 0,
+        }
         model = s.p.provider.model if s else ""
         if price_known(model):
             out["cost"] = {"amount": round(float(totals.get("costUsd") or 0.0), 6), "currency": "USD"}
@@ -151,7 +159,8 @@ class SessionBridge:
             if option is not None and by == "user":
                 agentd["optionId"] = option
         agentd["durationMs"] = int((time.monotonic() - started) * 1000) if started is not None else 0
-        ordered = {k: agentd[k] for k in ("decision", "decidedBy", "optionId", "durationMs", "cancelled") if k in agentd}
+        keys: tuple[str, ...] = ("decision", "decidedBy", "optionId", "durationMs", "cancelled")
+        ordered: dict[str, Any] = {k: agentd[k] for k in keys if k in agentd}
         ordered.update({k: v for k, v in agentd.items() if k not in ordered})
         u["_meta"] = {"agentd": ordered}
         return u
@@ -165,9 +174,13 @@ class SessionBridge:
 
     # ---- approvals (Approver protocol) ---------------------------------------------------------------
     async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        from agentd.permissions.approver import ApprovalOutcome
+
         conn = self.conn
         if conn is None or not conn.open:
-            return ApprovalOutcome(option="reject_once", decided_by="timeout", detail="no editor is connected")
+            return ApprovalOutcome(
+                option="reject_once", decided_by="timeout", detail="no editor is connected"
+            )
         if self.on_state is not None:
             self.on_state(f"Waiting for approval: {req.title}")
         if conn.caps.agentd_permission:
@@ -204,7 +217,12 @@ class SessionBridge:
                                 "rawInput": req.raw_input}  # fmt: skip
         cwd = str(s.p.cwd)
         if p.command is not None:
-            call["content"] = [{"type": "content", "content": {"type": "text", "text": f"$ {p.command}\n(cwd {p.cwd or cwd})"}}]
+            call["content"] = [
+                {
+                    "type": "content",
+                    "content": {"type": "text", "text": f"$ {p.command}\n(cwd {p.cwd or cwd})"},
+                }
+            ]
             description = f"Run a shell command in {cwd}"
         elif p.path is not None and p.new_text is not None:
             call["content"] = [{"type": "diff", "path": p.path, "oldText": p.old_text, "newText": p.new_text}]
@@ -226,6 +244,8 @@ class SessionBridge:
         }  # fmt: skip
 
     async def _ask_agentd(self, conn: Connection, req: ApprovalRequest) -> ApprovalOutcome:
+        from agentd.permissions.approver import ApprovalOutcome
+
         try:
             result = await self._ask(conn, "agentd/session/requestPermission", self.permission_params(req))
         except asyncio.CancelledError:
@@ -236,6 +256,8 @@ class SessionBridge:
         return _outcome_of(result)
 
     async def _ask_fallback(self, conn: Connection, req: ApprovalRequest) -> ApprovalOutcome:
+        from agentd.permissions.approver import ApprovalOutcome
+
         s = self.session
         assert s is not None
         ws = os.path.basename(str(s.p.cwd)) or str(s.p.cwd)
@@ -246,16 +268,23 @@ class SessionBridge:
             details.extend(p.diff.splitlines()[:DIFF_MAX_LINES])
         conn.log_message("\n".join(details), 3)
         if p.command is not None:
-            message = f"agentd ({ws}): {req.tool_name} wants to run `{p.command}` in {p.cwd or s.p.cwd}. Allow?"
+            message = (
+                f"agentd ({ws}): {req.tool_name} wants to run `{p.command}` in {p.cwd or s.p.cwd}. Allow?"
+            )
         else:
             added, removed = _diff_counts(p.diff)
             what = (f"wants to write {p.path} (+{added} -{removed} lines)" if req.tool_name == "write_file"
                     else f"wants to edit {p.path} (+{added} -{removed} lines)" if req.tool_name == "edit_file"
                     else f"wants to run: {req.title}")  # fmt: skip
             message = f"agentd ({ws}): {req.tool_name} {what}. Details are in the agentd log. Allow?"
-        actions = [{"title": t, **({"optionId": o} if conn.caps.action_item_props else {})} for t, o in FALLBACK_ACTIONS]
+        actions = [
+            {"title": t, **({"optionId": o} if conn.caps.action_item_props else {})}
+            for t, o in FALLBACK_ACTIONS
+        ]
         try:
-            answer = await self._ask(conn, "window/showMessageRequest", {"type": 2, "message": message, "actions": actions})
+            answer = await self._ask(
+                conn, "window/showMessageRequest", {"type": 2, "message": message, "actions": actions}
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -265,6 +294,8 @@ class SessionBridge:
 
 
 def _outcome_of(result: Any) -> ApprovalOutcome:
+    from agentd.permissions.approver import ApprovalOutcome
+
     outcome = result.get("outcome") if isinstance(result, dict) else None
     if not isinstance(outcome, dict):
         return ApprovalOutcome(option="reject_once")
@@ -278,6 +309,8 @@ def _outcome_of(result: Any) -> ApprovalOutcome:
 
 
 def _fallback_outcome(answer: Any) -> ApprovalOutcome:
+    from agentd.permissions.approver import ApprovalOutcome
+
     if not isinstance(answer, dict):
         return ApprovalOutcome(option="reject_once")  # dismissed (null)
     by_option = {o: o for _, o in FALLBACK_ACTIONS}

@@ -27,7 +27,9 @@ def plan_update(todos: list[dict[str, Any]]) -> dict[str, Any]:
     items = [TodoItem.model_validate(t) for t in todos]
     return {
         "sessionUpdate": "plan",
-        "entries": [{"content": i.content, "priority": "medium", "status": PLAN_STATUS[i.status]} for i in items],
+        "entries": [
+            {"content": i.content, "priority": "medium", "status": PLAN_STATUS[i.status]} for i in items
+        ],
         "_meta": {"agentd": {"planId": "main", "snapshot": snapshot_bytes(items)}},
     }
 
@@ -45,7 +47,9 @@ def _result_texts(records: list[dict[str, Any]], session: Session) -> dict[str, 
     return out
 
 
-def _tool_call(block: dict[str, Any], final: dict[str, Any] | None, result: str | None, session: Session) -> dict[str, Any]:
+def _tool_call(
+    block: dict[str, Any], final: dict[str, Any] | None, result: str | None, session: Session
+) -> dict[str, Any]:
     tid = block.get("id", "")
     if final is not None:
         u: dict[str, Any] = {"sessionUpdate": "tool_call", "toolCallId": tid, "title": final.get("title") or block.get("name"),
@@ -85,7 +89,11 @@ def replay_updates(
 ) -> list[dict[str, Any]]:
     """Every replay update of §6.2, in order (see the module docstring)."""
     out: list[dict[str, Any]] = [
-        {"sessionUpdate": "session_info_update", "title": meta.get("title"), "updatedAt": meta.get("updatedAt")}
+        {
+            "sessionUpdate": "session_info_update",
+            "title": meta.get("title"),
+            "updatedAt": meta.get("updatedAt"),
+        }
     ]
     if session.p.gate.mode != "default":
         out.append({"sessionUpdate": "current_mode_update", "currentModeId": session.p.gate.mode})
@@ -96,11 +104,25 @@ def replay_updates(
         kind = rec.get("kind")
         if kind == "prompt":
             for block in rec.get("content") or []:
-                content = block if block.get("type") == "text" else {"type": "text", "text": f"[{block.get('type')}]"}
+                content = (
+                    block
+                    if block.get("type") == "text"
+                    else {"type": "text", "text": f"[{block.get('type')}]"}
+                )
                 if block.get("type") == "image":
                     src = block.get("source") or {}
-                    content = {"type": "image", "data": src.get("data", ""), "mimeType": src.get("media_type", "")}
-                out.append({"sessionUpdate": "user_message_chunk", "content": content, "messageId": rec.get("messageId")})
+                    content = {
+                        "type": "image",
+                        "data": src.get("data", ""),
+                        "mimeType": src.get("media_type", ""),
+                    }
+                out.append(
+                    {
+                        "sessionUpdate": "user_message_chunk",
+                        "content": content,
+                        "messageId": rec.get("messageId"),
+                    }
+                )
         elif kind == "message" and (rec.get("message") or {}).get("role") == "assistant":
             for block in rec["message"].get("content", []):
                 btype = block.get("type")

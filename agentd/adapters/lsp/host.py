@@ -11,6 +11,7 @@ time (the session lock's in-process registry refuses a second holder with `sameP
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -52,8 +53,9 @@ class ClientCaps:
     def of(cls, caps: types.ClientCapabilities | None) -> ClientCaps:
         if caps is None:
             return cls()
-        exp = caps.experimental if isinstance(caps.experimental, dict) else {}
-        agentd = exp.get("agentd") if isinstance(exp.get("agentd"), dict) else {}
+        exp: dict[str, Any] = caps.experimental if isinstance(caps.experimental, dict) else {}
+        found = exp.get("agentd")
+        agentd: dict[str, Any] = found if isinstance(found, dict) else {}
         ws, win = caps.workspace, caps.window
         item = win.show_message.message_action_item if win and win.show_message else None
         return cls(
@@ -77,6 +79,7 @@ class Hosted:
     bridge: SessionBridge
     prompt_task: asyncio.Task[Any] | None = None
     compacting: bool = False
+    cancel_early: bool = False
     progress: TurnProgress | None = None
     announced_title: str | None = None
 
@@ -129,6 +132,11 @@ class Connection:
         self.documents = OpenDocuments(server)
         self.editor = Editor(server, self.documents, self.caps)
         self.exit_code: int | None = None
+        self.initialize_seen = False
+        self.shutdown_requested = False
+        self.shutdown_answered = asyncio.Event()
+        self._shutdown_task: asyncio.Future[None] | None = None
+        self._close_task: asyncio.Future[None] | None = None
         self.on_close: Callable[[int], None] | None = None
         daemon.connections.add(self)
 
@@ -197,8 +205,20 @@ class Connection:
         self.state = "initialized"
         if self.warnings:
             text = "agentd: " + " ".join(self.warnings) + " Fix these in your editor's agentd settings."
-            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=text))
+            self.server.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=text)
+            )
             self.log_message(text, 2)
+
+    def token_ok(self, options: Any) -> bool:
+        """With `--tcp`: `initializationOptions.authToken` equals the token file's (PROTOCOL.md §3.1)."""
+        import hmac
+
+        token = self.daemon.tcp_token
+        given = options.get("authToken") if isinstance(options, dict) else None
+        return token is None or (
+            isinstance(given, str) and hmac.compare_digest(given.encode(), token.encode())
+        )
 
     # ---- sending -------------------------------------------------------------------------------------
     def notify_update(self, session_id: str, update: dict[str, Any], *, replay: bool = False) -> None:
@@ -216,7 +236,9 @@ class Connection:
 
     def show_message(self, text: str, level: int) -> None:
         if self.state != "closed":
-            self.server.window_show_message(types.ShowMessageParams(type=types.MessageType(level), message=text))
+            self.server.window_show_message(
+                types.ShowMessageParams(type=types.MessageType(level), message=text)
+            )
 
     def withdraw(self, msg_id: str) -> None:
         """Withdraw an outstanding server->client request: forget it (a late answer is ignored) and send
@@ -245,9 +267,22 @@ class Connection:
     async def unload(self, session_id: str) -> None:
         """Cancel the session's turn (its prompt answers `cancelled` first), then close it and release
         its lock and provider. Later requests for it get SessionNotLoaded."""
-        hosted = self.sessions.get(session_id)
+        hosted = self.sessions.pop(session_id, None)
+        if hosted is not None:
+            await self._release(hosted)
+
+    def unload_now(self, session_id: str) -> None:
+        """`unload` for a notification handler: the session is gone for every later message at once; an
+        idle one is released at once too, a running one after its prompt has answered `cancelled`."""
+        hosted = self.sessions.pop(session_id, None)
         if hosted is None:
             return
+        if hosted.prompt_task is None:
+            self._close_store(hosted)
+        asyncio.get_running_loop().create_task(self._release(hosted))
+
+    async def _release(self, hosted: Hosted) -> None:
+        session_id = hosted.session.id
         hosted.session.cancel()
         task = hosted.prompt_task
         if task is not None and not task.done():
@@ -255,36 +290,58 @@ class Connection:
         for msg_id, sid in list(self.outstanding.items()):
             if sid == session_id:
                 self.withdraw(msg_id)
-        self.sessions.pop(session_id, None)
-        try:
-            hosted.session.p.store.sync()
-        except Exception:  # the store may already be broken; closing still releases the lock
-            log.warning("session %s: final fsync failed", session_id, exc_info=True)
-        hosted.session.close()
-        hosted.bridge.attach(None, hosted.session)
+        self._close_store(hosted)
         try:
             await hosted.provider.aclose()
         except Exception:
             log.debug("provider close failed", exc_info=True)
 
-    async def shutdown(self) -> None:
-        """LSP `shutdown` (PROTOCOL.md §4.4): cancel turns, withdraw requests, flush, release locks."""
-        if self.state in ("shutdown", "closed"):
+    @staticmethod
+    def _close_store(hosted: Hosted) -> None:
+        if hosted.session.p.store.closed:
             return
-        self.state = "shutdown"
+        try:
+            hosted.session.p.store.sync()
+        except Exception:  # the store may already be broken; closing still releases the lock
+            log.warning("session %s: final fsync failed", hosted.session.id, exc_info=True)
+        hosted.session.close()
+        hosted.bridge.attach(None, hosted.session)
+
+    async def shutdown(self) -> None:
+        """LSP `shutdown` (PROTOCOL.md §4.4): cancel turns, withdraw requests, flush, release locks. Runs
+        once; a second caller (exit, end of input) waits for the first."""
+        if self._shutdown_task is None:
+            self._shutdown_task = asyncio.ensure_future(self._shutdown())
+        await asyncio.shield(self._shutdown_task)
+
+    async def _shutdown(self) -> None:
+        if self.state != "closed":
+            self.state = "shutdown"
         await asyncio.gather(*(self.unload(sid) for sid in list(self.sessions)))
         for msg_id in list(self.outstanding):
             self.withdraw(msg_id)
 
+    def lost(self) -> None:
+        """The client is gone (a write failed, or it must be dropped): close with code 1."""
+        asyncio.get_running_loop().create_task(self.close(1))
+
     async def close(self, code: int) -> None:
-        """The connection ends (`exit`, end of input or a disconnect): clean up, then `on_close(code)`."""
-        if self.state == "closed":
-            return
-        await self.shutdown()
-        self.state = "closed"
-        self.exit_code = code
-        self.daemon.connections.discard(self)
-        if self.on_close is not None:
-            self.on_close(code)
-        if not self.daemon.connections and self.daemon.on_idle is not None:
-            self.daemon.on_idle()
+        """The connection ends (`exit`, end of input or a disconnect): clean up once, then `on_close(code)`."""
+        if self._close_task is None:
+            self._close_task = asyncio.ensure_future(self._close(code))
+        await asyncio.shield(self._close_task)
+
+    async def _close(self, code: int) -> None:
+        try:
+            await self.shutdown()
+            if self.shutdown_requested:  # `exit` right behind `shutdown`: its answer goes out first
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.shutdown_answered.wait(), 5)
+        finally:
+            self.state = "closed"
+            self.exit_code = code
+            self.daemon.connections.discard(self)
+            if self.on_close is not None:
+                self.on_close(code)
+            if not self.daemon.connections and self.daemon.on_idle is not None:
+                self.daemon.on_idle()

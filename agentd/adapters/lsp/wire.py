@@ -4,9 +4,10 @@ pygls turns the params and results of methods it does not know into namedtuples:
 `Object(...)`, an answer forwarded unchanged would re-serialise as a JSON array, and keys that are not
 identifiers (`{"file-path": ...}`) would become `_0`, `_1`. The envelopes below keep `params` and `result`
 as the decoded JSON, and `WireMixin` makes a pygls protocol use them for every method of the table in
-`agentd.protocol.methods` (both directions), plus the raw result of `window/showMessageRequest` (so an
-action's `optionId` survives). No field has a default: the converter would drop fields equal to it.
-Used by the server (`server.py`) and by the test client (`tests/lsp`).
+`agentd.protocol.methods` (both directions), for `window/showMessageRequest` and its result (so an
+action's `optionId` survives, PROTOCOL.md §9) and for the result of `workspace/applyEdit`. No field has a
+default: the converter would drop fields equal to it. Used by the server (`server.py`) and by the test
+client (`tests/lsp`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import attrs
 
 from agentd.protocol.methods import BY_NAME
 
+RAW_MESSAGE_METHODS = frozenset({"window/showMessageRequest"})  # actions carry `optionId` (PROTOCOL.md §9)
 RAW_RESULT_METHODS = frozenset({"window/showMessageRequest", "workspace/applyEdit"})
 
 
@@ -43,10 +45,11 @@ class AgentdResponse:
 
 
 def message_type(method: str) -> type[Any] | None:
-    """The envelope of an `agentd/*` method of the table (request or notification), else None."""
+    """The envelope of an `agentd/*` method of the table (request or notification) or of
+    `RAW_MESSAGE_METHODS`, else None (pygls' own types)."""
     m = BY_NAME.get(method)
     if m is None:
-        return None
+        return AgentdRequest if method in RAW_MESSAGE_METHODS else None
     return AgentdNotification if m.kind == "notification" else AgentdRequest
 
 

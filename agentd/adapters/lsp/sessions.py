@@ -1,0 +1,275 @@
+"""The `agentd/session/*` operations of one connection (PROTOCOL.md §6, §11, §12).
+
+Owns: one coroutine or function per method, taking the connection and the raw params dict and returning
+the result dict (or raising `RpcError` / an `AgentdError`, mapped by `errors.error_of`). Builds sessions
+through the composition root (`agentd.core.factory`) with a `SessionBridge` as sink, line writer and
+approver; the provider SDKs are imported here, never before the `initialize` response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from agentd.adapters.lsp.bridge import SessionBridge, price_known
+from agentd.adapters.lsp.errors import RpcError, invalid_params
+from agentd.adapters.lsp.history import replay_updates
+from agentd.adapters.lsp.host import Connection, Hosted, inside
+from agentd.errors import ConfigError
+from agentd.protocol import session as ps
+
+log = logging.getLogger("agentd.lsp.sessions")
+M = TypeVar("M", bound=BaseModel)
+LIST_PAGE = 50
+
+
+def parse(model: type[M], method: str, raw: Any) -> M:
+    try:
+        return model.model_validate(raw if raw is not None else {})
+    except ValidationError as exc:
+        raise invalid_params(method, exc) from None
+
+
+def _dir(conn: Connection, method: str, raw: str, what: str = "cwd") -> str:
+    """A real, absolute, existing directory inside the workspace folders (-32602 / -32014)."""
+    if not os.path.isabs(raw):
+        raise RpcError("InvalidParams", f"{method}: {what} must be an absolute path (got {raw!r}); send the "
+                       "workspace folder's absolute path.", errors=[{"loc": what, "msg": "must be absolute"}])  # fmt: skip
+    real = os.path.realpath(raw)
+    if not os.path.isdir(real):
+        raise RpcError("InvalidParams", f"{method}: {what} {raw} does not exist or is not a directory; send an "
+                       "existing folder.", errors=[{"loc": what, "msg": "not a directory"}])  # fmt: skip
+    if not conn.roots:
+        log.info("the client declared no workspace folder; adopting %s as its root", real)
+        conn.roots = [real]
+    if not inside(real, conn.roots):
+        raise RpcError("OutsideWorkspace", f"{raw} is not inside any workspace folder ({conn.roots_text()}); "
+                       "open that folder in the editor or use a path inside it.", path=raw)  # fmt: skip
+    return real
+
+
+def _settings(conn: Connection, cwd: str) -> Any:
+    from agentd.config import load_settings
+
+    try:
+        return load_settings(Path(cwd), editor_options=conn.init_options, warnings=[])
+    except ConfigError as exc:
+        raise RpcError("InvalidParams", exc.message) from None
+
+
+def _provider(settings: Any) -> Any:
+    from agentd.providers.factory import make_provider
+
+    return make_provider(settings.provider, model=settings.model, base_url=settings.base_url,
+                         api_key_env=settings.api_key_env, scenario=settings.scenario,
+                         openai_options=settings.openai)  # fmt: skip
+
+
+def hosted_of(conn: Connection, session_id: str) -> Hosted:
+    """The session this connection holds, else SessionNotLoaded (it exists) or SessionNotFound."""
+    hosted = conn.sessions.get(session_id)
+    if hosted is not None:
+        return hosted
+    from agentd.persistence.index import read_meta
+
+    if read_meta(conn.daemon.data_dir, session_id) is not None:
+        raise RpcError("SessionNotLoaded", f"Call agentd/session/load for {session_id} before prompting it.",
+                       sessionId=session_id)  # fmt: skip
+    raise RpcError("SessionNotFound", f"Session {session_id} is not in the data dir; call agentd/session/list to "
+                   "see sessions, or agentd/session/new.", sessionId=session_id)  # fmt: skip
+
+
+def _attach(conn: Connection, hosted: Hosted, roots: list[str]) -> None:
+    s = hosted.session
+    s.p.tool_ctx.roots = [Path(r) for r in roots]
+    s.p.tool_ctx.documents = conn.documents
+    if hasattr(s.p.tool_ctx, "editor"):
+        s.p.tool_ctx.editor = conn.editor
+    hosted.bridge.attach(conn, s)
+    conn.sessions[s.id] = hosted
+
+
+async def new_session(conn: Connection, raw: Any) -> dict[str, Any]:
+    method = "agentd/session/new"
+    params = parse(ps.NewSessionParams, method, raw)
+    cwd = _dir(conn, method, params.cwd)
+    extra = [_dir(conn, method, d, "additionalDirectories") for d in params.additional_directories]
+    settings = _settings(conn, cwd)
+    provider = _provider(settings)
+    from agentd.core.factory import create_session
+
+    bridge = SessionBridge()
+    session = create_session(cwd=Path(cwd), settings=settings, provider=provider, data_dir=conn.daemon.data_dir,
+                             approver=bridge, sink=bridge.emit, lines=bridge.line)  # fmt: skip
+    hosted = Hosted(session=session, provider=provider, settings=settings, bridge=bridge)
+    _attach(conn, hosted, [cwd, *extra])
+    meta = session.p.store.meta
+    return {
+        "sessionId": session.id,
+        "modes": ps.modes_state(session.p.gate.mode),
+        "_meta": {
+            "agentd": {"provider": provider.name, "model": provider.model, "createdAt": meta.get("createdAt")}
+        },
+    }
+
+
+def _stored_cwd(conn: Connection, session_id: str) -> str | None:
+    from agentd.persistence.index import read_meta
+
+    meta = read_meta(conn.daemon.data_dir, session_id) or {}
+    cwd = meta.get("cwd")
+    return os.path.realpath(cwd) if isinstance(cwd, str) else None
+
+
+async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
+    method = "agentd/session/load"
+    params = parse(ps.LoadSessionParams, method, raw)
+    sid = params.session_id
+    hosted = conn.sessions.get(sid)
+    if hosted is not None and (hosted.session.busy or hosted.compacting):
+        raise RpcError("SessionBusy", f"A prompt is still running in {sid}; wait for it or send agentd/session/cancel.",
+                       sessionId=sid)  # fmt: skip
+    stored = _stored_cwd(conn, sid)
+    if stored is not None and os.path.realpath(params.cwd) != stored:
+        raise RpcError("InvalidParams", f"{method}: cwd must be the session's stored root {stored} (got "
+                       f"{params.cwd}).", errors=[{"loc": "cwd", "msg": f"must be {stored}"}])  # fmt: skip
+    cwd = _dir(conn, method, params.cwd)
+    extra = [_dir(conn, method, d, "additionalDirectories") for d in params.additional_directories]
+    if hosted is None:
+        hosted = _open(conn, sid, cwd)
+        _attach(conn, hosted, [cwd, *extra])
+    try:
+        await _replay(conn, hosted)
+    except asyncio.CancelledError:  # $/cancelRequest for load: stop, unload, unlock, answer -32800
+        await conn.unload(sid)
+        raise
+    return {"modes": ps.modes_state(hosted.session.p.gate.mode, descriptions=False)}
+
+
+def _open(conn: Connection, sid: str, cwd: str) -> Hosted:
+    from agentd.core.factory import open_session
+    from agentd.errors import SessionLocked
+
+    slot = conn.daemon.resume
+    settings = _settings(conn, cwd)
+    if slot is not None and not slot.taken and slot.hosted.session.id == sid:
+        provider = _provider(settings)  # MissingCredentials before taking it: the slot stays announced
+        slot.taken = True
+        hosted = slot.hosted
+        hosted.session.p.provider, hosted.provider, hosted.settings = provider, provider, settings
+        hosted.session.p.settings = settings
+        hosted.session.p.gate.approval_timeout_s = settings.permissions.approval_timeout_s
+        return hosted
+    provider = _provider(settings)
+    bridge = SessionBridge()
+    try:
+        session = open_session(session_id=sid, settings=settings, provider=provider, data_dir=conn.daemon.data_dir,
+                               approver=bridge, sink=bridge.emit, lines=bridge.line)  # fmt: skip
+    except SessionLocked as exc:
+        d = exc.data
+        who = (
+            "another editor window connected to this agentd"
+            if d.get("sameProcess")
+            else f"agentd pid {d.get('pid')}"
+        )
+        conn.show_message(
+            f"agentd: session {sid} is open in {who}; close it there, or start a new session.", 1
+        )
+        raise
+    return Hosted(session=session, provider=provider, settings=settings, bridge=bridge)
+
+
+async def _replay(conn: Connection, hosted: Hosted) -> None:
+    from agentd.persistence.store import read_records
+
+    s = hosted.session
+    records, _ = read_records(conn.daemon.data_dir, s.id)
+    closing = {
+        "sessionUpdate": "usage_update",
+        "used": s.p.context.estimated_tokens(),
+        "size": s.p.model_window,
+    }
+    if price_known(s.p.provider.model):
+        closing["cost"] = {"amount": round(s.totals.cost_usd, 6), "currency": "USD"}
+    bridge = hosted.bridge
+    for update in replay_updates(s, records, s.p.store.meta, closing):
+        conn.notify_update(s.id, update, replay=True)
+        await asyncio.sleep(0)  # a cancel of the load can stop the replay here
+    todos_at = [r.get("at") for r in records if r.get("kind") == "todos"]
+    bridge.todos_at = todos_at[-1] if todos_at else bridge.todos_at
+    hosted.announced_title = s.title
+
+
+def list_sessions(conn: Connection, raw: Any) -> dict[str, Any]:
+    from agentd.persistence import index
+
+    params = parse(ps.ListSessionsParams, "agentd/session/list", raw)
+    if params.cwd is not None:
+        metas = index.list_sessions(conn.daemon.data_dir, params.cwd)
+    else:
+        metas = [m for m in index.list_sessions(conn.daemon.data_dir)
+                 if isinstance(m.get("cwd"), str) and inside(os.path.realpath(m["cwd"]), conn.roots)]  # fmt: skip
+    start = (
+        int(params.cursor[1:])
+        if params.cursor and params.cursor[:1] == "o" and params.cursor[1:].isdigit()
+        else 0
+    )
+    page = metas[start : start + LIST_PAGE]
+    out: dict[str, Any] = {"sessions": [_listed(m) for m in page]}
+    if start + LIST_PAGE < len(metas):
+        out["nextCursor"] = f"o{start + LIST_PAGE}"
+    return out
+
+
+def _listed(meta: dict[str, Any]) -> dict[str, Any]:
+    holder = meta.get("lockedBy")
+    item: dict[str, Any] = {"sessionId": meta.get("id"), "cwd": meta.get("cwd")}
+    if meta.get("title") is not None:
+        item["title"] = meta["title"]
+    if meta.get("updatedAt") is not None:
+        item["updatedAt"] = meta["updatedAt"]
+    item["_meta"] = {"agentd": {"createdAt": meta.get("createdAt"), "model": meta.get("model"), "turns": meta.get("turns"),
+                                "lockedBy": {"pid": holder["pid"], "hostname": holder["hostname"]} if holder else None}}  # fmt: skip
+    return item
+
+
+class DeferredProvider:
+    """Stands in for the provider of a `--resume` session until a connection loads it with its own
+    configuration (no SDK is imported, and no key is needed, before the `initialize` response)."""
+
+    def __init__(self, settings: Any) -> None:
+        from agentd.providers.models import DEFAULT_MODELS
+
+        self.name = settings.provider
+        self.model = settings.model or DEFAULT_MODELS[settings.provider]
+
+    async def stream(self, request: Any, on_event: Any) -> Any:
+        raise RuntimeError("the --resume session has not been loaded by a client yet")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def open_resume(daemon: Any, session_id: str) -> Any:
+    """`agentd --resume ID` (PROTOCOL.md §3.1): replay, check, repair, validate and lock the session before
+    stdin is read. Raises SessionNotFound (exit 3), SessionLocked (4), StorageError (5)."""
+    from agentd.adapters.lsp.host import ResumeSlot
+    from agentd.config import load_settings
+    from agentd.core.factory import open_session
+    from agentd.persistence.index import read_meta
+
+    meta = read_meta(daemon.data_dir, session_id) or {}
+    cwd = meta.get("cwd")
+    settings = load_settings(Path(cwd) if isinstance(cwd, str) and os.path.isdir(cwd) else None)
+    provider = DeferredProvider(settings)
+    bridge = SessionBridge()
+    session = open_session(session_id=session_id, settings=settings, provider=provider, data_dir=daemon.data_dir,
+                           approver=bridge, sink=bridge.emit, lines=bridge.line)  # fmt: skip
+    bridge.attach(None, session)
+    hosted = Hosted(session=session, provider=provider, settings=settings, bridge=bridge)
+    return ResumeSlot(hosted=hosted, cwd=str(session.p.cwd))

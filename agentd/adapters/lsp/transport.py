@@ -1,0 +1,278 @@
+"""LSP framing and the three server modes (PROTOCOL.md §3.1, §3.2, §3.4, §4.4).
+
+Owns: `read_frames()` (the `Content-Length` reader, done here rather than by pygls: a length above 64 MiB or
+a missing one ends the connection without reading the body; a body that is not JSON gets `-32700`; JSON
+nested too deeply is logged and dropped), the frame writers, and `serve()`: stdio (default), a Unix socket
+(mode 0600) or TCP on 127.0.0.1 with a token file, each connection with its own LanguageServer over the
+shared `Daemon`. On stdio, fd 1 is moved aside for frames and pointed at stderr, so nothing else can ever
+reach the client's stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+from agentd.adapters.lsp.host import Daemon
+from agentd.adapters.lsp.server import AgentdLanguageServer, make_server
+from agentd.protocol import errors as perr
+
+log = logging.getLogger("agentd.lsp.transport")
+
+MAX_BODY = 64 * 1024 * 1024
+HEADER_LIMIT = 64 * 1024
+EOF, FATAL = "eof", "fatal"
+
+
+class FrameWriter(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class FdWriter:
+    """Blocking writes of whole frames to a file descriptor (stdio)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+class StreamWriterAdapter:
+    """Frames to an asyncio stream (socket connections)."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    def write(self, data: bytes) -> None:
+        if self.writer.is_closing():
+            raise BrokenPipeError("connection closed")
+        self.writer.write(data)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class ThreadReader:
+    """A stdin reader for inputs `connect_read_pipe` refuses (regular files): a daemon thread feeds a queue."""
+
+    def __init__(self, stream: Any) -> None:
+        self._reader = asyncio.StreamReader(limit=HEADER_LIMIT)
+        loop = asyncio.get_running_loop()
+
+        def pump() -> None:
+            while True:
+                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+                if not chunk:
+                    loop.call_soon_threadsafe(self._reader.feed_eof)
+                    return
+                loop.call_soon_threadsafe(self._reader.feed_data, chunk)
+
+        threading.Thread(target=pump, name="agentd-stdin", daemon=True).start()
+
+    @property
+    def reader(self) -> asyncio.StreamReader:
+        return self._reader
+
+
+async def read_frames(reader: asyncio.StreamReader, server: AgentdLanguageServer) -> str:
+    """Read frames until end of input (`EOF`) or a framing error (`FATAL`), dispatching each body."""
+    protocol = server.protocol
+    while server.conn.state != "closed":
+        headers: dict[str, str] = {}
+        while True:
+            try:
+                line = await reader.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                log.error("a header line is longer than %d bytes; ending the connection", HEADER_LIMIT)
+                return FATAL
+            if not line:
+                return EOF
+            if line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.decode("ascii", "replace").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = headers.get("content-length", "")
+        if not length.isdigit():
+            log.error("a message without a valid Content-Length (%r); ending the connection", length)
+            return FATAL
+        size = int(length)
+        if size > MAX_BODY:
+            log.error("Content-Length %d is above the 64 MiB limit; ending the connection", size)
+            return FATAL
+        try:
+            body = await reader.readexactly(size)
+        except asyncio.IncompleteReadError:
+            log.error("end of input inside a message body (%d bytes announced)", size)
+            return EOF
+        _receive(protocol, body)
+    return EOF
+
+
+def _receive(protocol: Any, body: bytes) -> None:
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except RecursionError:
+        log.warning("dropped a message nested too deeply to decode")
+        return
+    except ValueError:
+        protocol.send_error(None, "ParseError", perr.PARSE_ERROR)
+        return
+    try:
+        protocol.dispatch(data)
+    except RecursionError:
+        log.warning("dropped a message nested too deeply to handle")
+    except Exception:
+        log.exception("failed to dispatch a message")
+
+
+def _route_pygls_logs() -> None:
+    """pygls logs what agentd already answers (bad params, unknown notifications) with tracebacks: its
+    records go where agentd's go, and only in a debug log (`-vv`, `--log-file`)."""
+    mine = logging.getLogger("agentd")
+    theirs = logging.getLogger("pygls")
+    theirs.handlers[:] = mine.handlers
+    theirs.propagate = False
+    theirs.setLevel(logging.DEBUG if mine.getEffectiveLevel() <= logging.DEBUG else logging.CRITICAL)
+
+
+# ---- stdio ---------------------------------------------------------------------------------------
+
+
+def _frames_fd() -> int:
+    """Move the real stdout aside for frames; fd 1 and sys.stdout then write to stderr (§3.4)."""
+    sys.stdout.flush()
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return fd
+
+
+async def _stdin_reader() -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=HEADER_LIMIT)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        return reader
+    except (ValueError, OSError):
+        return ThreadReader(sys.stdin.buffer).reader
+
+
+async def _serve_stdio(daemon: Daemon, fd: int) -> int:
+    server = make_server(daemon, FdWriter(fd))
+    conn = server.conn
+    closed = asyncio.Event()
+    conn.on_close = lambda _code: closed.set()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, conn.lost)
+    reader = await _stdin_reader()
+    reading = asyncio.ensure_future(read_frames(reader, server))
+    waiting = asyncio.ensure_future(closed.wait())
+    await asyncio.wait({reading, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    if reading.done():  # end of input: shutdown + exit (0); a framing error ends the process (1)
+        await conn.close(0 if reading.result() == EOF else 1)
+    reading.cancel()
+    waiting.cancel()
+    return conn.exit_code if conn.exit_code is not None else 1
+
+
+# ---- sockets -------------------------------------------------------------------------------------
+
+
+async def _serve_sockets(
+    daemon: Daemon, *, socket_path: str | None, port: int | None, idle_s: float | None
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    idle: list[asyncio.TimerHandle] = []
+
+    def arm_idle() -> None:
+        if idle_s is not None and not daemon.connections:
+            idle.append(loop.call_later(idle_s, stop.set))
+
+    daemon.on_idle = arm_idle
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for timer in idle:
+            timer.cancel()
+        idle.clear()
+        server = make_server(daemon, StreamWriterAdapter(writer))
+        server.conn.on_close = lambda _code: writer.close()
+        try:
+            outcome = await read_frames(reader, server)
+            await server.conn.close(0 if outcome == EOF else 1)
+        finally:
+            writer.close()
+
+    if socket_path is not None:
+        old = os.umask(0o177)
+        try:
+            srv = await asyncio.start_unix_server(handle, path=socket_path, limit=HEADER_LIMIT)
+        finally:
+            os.umask(old)
+        os.chmod(socket_path, 0o600)
+        log.info("listening on %s", socket_path)
+    else:
+        srv = await asyncio.start_server(handle, "127.0.0.1", port, limit=HEADER_LIMIT)
+        log.info("listening on 127.0.0.1:%s", port)
+    arm_idle()
+    async with srv:
+        await stop.wait()
+    for conn in list(daemon.connections):
+        await conn.close(0)
+    if socket_path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(socket_path)
+    return 0
+
+
+def _write_token(daemon: Daemon, port: int) -> Path:
+    from agentd.persistence.paths import ensure_dir, open_private, write_all
+
+    ensure_dir(daemon.data_dir.root)
+    path = daemon.data_dir.root / f"tcp-{port}.token"
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    token = secrets.token_urlsafe(32)
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        write_all(fd, token.encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    daemon.tcp_token = token
+    return path
+
+
+def serve(daemon: Daemon, *, socket_path: str | None = None, port: int | None = None,
+          idle_s: float | None = None) -> int:  # fmt: skip
+    """Run the LSP adapter until the client exits (stdio) or SIGTERM / idle (sockets); the exit code."""
+    _route_pygls_logs()
+    if socket_path is None and port is None:
+        fd = _frames_fd()
+        return asyncio.run(_serve_stdio(daemon, fd))
+    token_path = _write_token(daemon, port) if port is not None else None
+    try:
+        return asyncio.run(_serve_sockets(daemon, socket_path=socket_path, port=port, idle_s=idle_s))
+    finally:
+        if token_path is not None:
+            with contextlib.suppress(OSError):
+                token_path.unlink()

@@ -1,0 +1,261 @@
+"""Turn-level `agentd/session/*` operations: prompt, cancel, close, setMode, todos, status, compact
+(PROTOCOL.md §6.4-§6.9, §6.11, §10.1, §12.2).
+
+Owns: the prompt request (content blocks -> model blocks, one turn per session, progress, the
+`session_info_update` at the end of the first turn, `{stopReason}`), the cancel paths (notification,
+`$/cancelRequest` for the pending prompt, progress cancel), and the on-demand views and compaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from agentd.adapters.lsp.bridge import price_known
+from agentd.adapters.lsp.errors import RpcError
+from agentd.adapters.lsp.host import Connection, Hosted
+from agentd.adapters.lsp.progress import TurnProgress
+from agentd.adapters.lsp.sessions import hosted_of, parse
+from agentd.protocol import session as ps
+
+log = logging.getLogger("agentd.lsp.turns")
+
+
+def _busy(sid: str) -> RpcError:
+    return RpcError("SessionBusy", f"A prompt is still running in {sid}; wait for it or send agentd/session/cancel.",
+                    sessionId=sid)  # fmt: skip
+
+
+def _bad_block(msg: str, loc: str) -> RpcError:
+    return RpcError("InvalidParams", f"agentd/session/prompt: {msg}", errors=[{"loc": loc, "msg": msg}])
+
+
+def model_blocks(blocks: list[Any], images: bool) -> list[dict[str, Any]]:
+    """Prompt content blocks (§6.4) as Messages API blocks; -32602 for audio, blobs, unsupported images."""
+    out: list[dict[str, Any]] = []
+    for i, b in enumerate(blocks):
+        loc = f"prompt.{i}"
+        if isinstance(b, ps.TextBlock):
+            if b.text:
+                out.append({"type": "text", "text": b.text})
+        elif isinstance(b, ps.ResourceLinkBlock):
+            out.append(
+                {
+                    "type": "text",
+                    "text": f"[Linked file: {b.name} ({b.uri}); read it with read_file if needed]",
+                }
+            )
+        elif isinstance(b, ps.ResourceBlock):
+            if b.resource.text is None:
+                raise _bad_block(
+                    "binary resource blobs are not supported; send the text or a resource_link", loc
+                )
+            fence = "````" if "```" in b.resource.text else "```"
+            out.append({"type": "text", "text": f"{b.resource.uri}\n{fence}\n{b.resource.text}\n{fence}"})
+        elif isinstance(b, ps.ImageBlock):
+            if not images:
+                raise _bad_block("the model takes no images; send text instead", loc)
+            out.append(
+                {"type": "image", "source": {"type": "base64", "media_type": b.mime_type, "data": b.data}}
+            )
+        else:
+            raise _bad_block("audio prompts are not supported; send text instead", loc)
+    if not out:
+        raise _bad_block("the prompt has no content; send at least one non-empty text block", "prompt")
+    return out
+
+
+def _totals(h: Hosted) -> tuple[int, int, int, int, int]:
+    t = h.session.totals
+    return (
+        t.requests,
+        t.input_tokens,
+        t.output_tokens,
+        t.cache_read_input_tokens,
+        t.cache_creation_input_tokens,
+    )
+
+
+async def prompt(conn: Connection, raw: Any, msg_id: Any) -> dict[str, Any]:
+    params = parse(ps.PromptParams, "agentd/session/prompt", raw)
+    hosted = hosted_of(conn, params.session_id)
+    s = hosted.session
+    if s.busy or hosted.compacting or hosted.prompt_task is not None:
+        raise _busy(s.id)
+    blocks = model_blocks(params.prompt, images=s.p.provider.name != "scripted")
+    hosted.prompt_task = asyncio.current_task()
+    hosted.cancel_early = False
+    conn.prompts[msg_id] = s.id
+    before = _totals(hosted)
+    progress: TurnProgress | None = None
+    try:
+        progress = await TurnProgress.start(conn.server, session_id=s.id, cwd=str(s.p.cwd), token=params.work_done_token,
+                                            supported=conn.caps.work_done_progress)  # fmt: skip
+        if progress is not None:
+            conn.progress_tokens[progress.token] = s.id
+            hosted.bridge.on_state = progress.report
+        if hosted.cancel_early or not conn.open:
+            stop = "cancelled"
+        else:
+            try:
+                stop = await s.prompt(blocks)
+            except RuntimeError:
+                raise _busy(s.id) from None
+        if s.title is not None and s.title != hosted.announced_title:
+            hosted.announced_title = s.title
+            update = {"sessionUpdate": "session_info_update", "title": s.title,
+                      "updatedAt": s.p.store.meta.get("updatedAt")}  # fmt: skip
+            conn.notify_update(s.id, update)
+        if progress is not None:
+            after = _totals(hosted)
+            d = [a - b for a, b in zip(after, before, strict=True)]
+            progress.end(stop, d[0], {"in": d[1], "out": d[2], "cache_read": d[3], "cache_write": d[4]})
+        return {"stopReason": stop}
+    finally:
+        if progress is not None:
+            progress.end("error", 0, {"in": 0, "out": 0, "cache_read": 0, "cache_write": 0})
+            conn.progress_tokens.pop(progress.token, None)
+        hosted.bridge.on_state = None
+        hosted.prompt_task = None
+        conn.prompts.pop(msg_id, None)
+
+
+def cancel_session(conn: Connection, session_id: Any) -> None:
+    """Cancel the running turn of a held session; an idle or unknown session is ignored (logged)."""
+    hosted = conn.sessions.get(session_id) if isinstance(session_id, str) else None
+    if hosted is None:
+        log.debug("cancel for %r: not a session of this connection", session_id)
+        return
+    if hosted.prompt_task is not None and not hosted.session.busy:
+        hosted.cancel_early = True
+    hosted.session.cancel()
+
+
+def cancel(conn: Connection, raw: Any) -> None:
+    sid = raw.get("sessionId") if isinstance(raw, dict) else None
+    cancel_session(conn, sid)
+
+
+def cancel_prompt(conn: Connection, msg_id: Any) -> bool:
+    """`$/cancelRequest` naming a pending prompt: a turn cancel (True), not a task cancel."""
+    sid = conn.prompts.get(msg_id)
+    if sid is None:
+        return False
+    cancel_session(conn, sid)
+    return True
+
+
+def cancel_progress(conn: Connection, token: Any) -> None:
+    """`window/workDoneProgress/cancel` for a turn's token cancels the turn."""
+    sid = conn.progress_tokens.get(token)
+    if sid is not None:
+        cancel_session(conn, sid)
+
+
+async def close(conn: Connection, raw: Any) -> dict[str, Any]:
+    params = parse(ps.SessionIdParams, "agentd/session/close", raw)
+    await conn.unload(params.session_id)
+    return {}
+
+
+def set_mode(conn: Connection, raw: Any) -> dict[str, Any]:
+    params = parse(ps.SetModeParams, "agentd/session/setMode", raw)
+    hosted = hosted_of(conn, params.session_id)
+    if params.mode_id not in ps.MODE_IDS:
+        raise RpcError("InvalidParams", f"agentd/session/setMode: unknown modeId {params.mode_id!r}; use default, "
+                       "acceptEdits or readOnly.", errors=[{"loc": "modeId", "msg": "unknown mode"}])  # fmt: skip
+    s = hosted.session
+    s.p.gate.mode = params.mode_id  # type: ignore[assignment]
+    s.p.store.append("mode", {"mode": params.mode_id})
+    conn.notify_update(s.id, {"sessionUpdate": "current_mode_update", "currentModeId": params.mode_id})
+    return {}
+
+
+def todos(conn: Connection, raw: Any) -> dict[str, Any]:
+    params = parse(ps.SessionIdParams, "agentd/session/todos", raw)
+    hosted = hosted_of(conn, params.session_id)
+    tracker = hosted.session.p.todos
+    out: dict[str, Any] = {"todos": tracker.as_dicts(), "snapshot": tracker.snapshot_json()}
+    if tracker.written and hosted.bridge.todos_at:
+        out["updatedAt"] = hosted.bridge.todos_at
+    return out
+
+
+def status(conn: Connection, raw: Any) -> dict[str, Any]:
+    params = parse(ps.SessionIdParams, "agentd/session/status", raw)
+    hosted = hosted_of(conn, params.session_id)
+    s = hosted.session
+    p, t = s.p, s.totals
+    totals: dict[str, Any] = {"requests": t.requests, "inputTokens": t.input_tokens, "outputTokens": t.output_tokens,
+                              "cacheReadTokens": t.cache_read_input_tokens,
+                              "cacheWriteTokens": t.cache_creation_input_tokens}  # fmt: skip
+    if not t.cache_read_known:
+        totals["cacheReadKnown"] = False
+    out: dict[str, Any] = {
+        "sessionId": s.id, "cwd": str(p.cwd), "state": s.state if s.busy else "idle", "mode": p.gate.mode,
+        "provider": p.provider.name, "model": p.provider.model,
+        "context": {"usedTokens": p.context.estimated_tokens(), "windowTokens": p.model_window,
+                    "compressThresholdTokens": p.settings.compress_threshold(p.model_window),
+                    "messages": len(p.context), "compactions": p.context.compaction.compactions},
+        "totals": totals,
+    }  # fmt: skip
+    if price_known(p.provider.model):
+        out["costEstimate"] = {"amount": round(t.cost_usd, 6), "currency": "USD"}
+    out["turns"] = s.turns
+    out["updatedAt"] = p.store.meta.get("updatedAt")
+    return out
+
+
+async def compact(conn: Connection, raw: Any) -> dict[str, Any]:
+    """Compress now (PROTOCOL.md §6.9): `{compacted: false, reason: "too_short"}` when nothing can be cut;
+    a cancel or a provider failure leaves the history unchanged."""
+    from agentd.core import compaction
+    from agentd.core.validate import validate_request
+    from agentd.protocol import updates
+    from agentd.providers.base import run_with_retries
+
+    params = parse(ps.SessionIdParams, "agentd/session/compact", raw)
+    hosted = hosted_of(conn, params.session_id)
+    s = hosted.session
+    if s.busy or hosted.compacting or hosted.prompt_task is not None:
+        raise _busy(s.id)
+    settings, ctx = s.p.settings, s.p.context
+    history = ctx.messages
+    cut = compaction.find_cut(history, settings.context.keep_recent_messages)
+    if cut is None:
+        return {"compacted": False, "reason": "too_short"}
+    hosted.compacting = True
+    try:
+        tokens_before, messages_before = ctx.estimated_tokens(), len(ctx)
+        request = compaction.summary_request(
+            history[:cut], model=s.p.provider.model, system=s.p.system, tools=s.p.tool_defs,
+            max_tokens=settings.context.summary_max_tokens, prompt_caching=settings.prompt_caching,
+        )  # fmt: skip
+        response = await run_with_retries(lambda _n: s.p.provider.stream(request, lambda _e: None), clock=s.p.clock,
+                                          max_total_s=settings.retries.max_total_s)  # fmt: skip
+        usage = response.usage
+        s.totals.add(usage, s.p.provider.model)
+        s.p.store.append("usage", {"usage": usage.to_json(), "model": response.model or s.p.provider.model})
+        s.p.lines(usage.accounting_line())
+        s.emit(updates.usage_update(usage.to_json(), s.totals.to_json(), usage.accounting_line()))
+        rebuilt = compaction.rebuild(history, cut, compaction.summary_text_from(response.content),
+                                     s.p.todos.carry_over_text())  # fmt: skip
+        candidate = rebuilt.summary, rebuilt.ack
+        ctx.replace_prefix(rebuilt.cut, *candidate)
+        err = validate_request({"messages": ctx.messages})
+        if err:
+            raise RuntimeError(f"compaction produced an invalid history ({err})")
+        s.p.store.append(
+            "compaction", {"replaced": rebuilt.cut, "summary": rebuilt.summary, "ack": rebuilt.ack}
+        )
+        s.p.lines(f"[compressed history · {len(ctx)} messages left]")
+        s.update_meta()
+        after = {"sessionUpdate": "usage_update", "used": ctx.estimated_tokens(), "size": s.p.model_window}
+        if price_known(s.p.provider.model):
+            after["cost"] = {"amount": round(s.totals.cost_usd, 6), "currency": "USD"}
+        conn.notify_update(s.id, after)
+        return {"compacted": True, "tokensBefore": tokens_before, "tokensAfter": ctx.estimated_tokens(),
+                "messagesBefore": messages_before, "messagesAfter": len(ctx)}  # fmt: skip
+    finally:
+        hosted.compacting = False

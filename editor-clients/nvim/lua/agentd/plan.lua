@@ -1,0 +1,183 @@
+--- The plan window: the session's TODO list, replaced on every `plan` update (PROTOCOL.md §7.4).
+--- One line per item: `[x]` completed, `[~]` in progress, `[ ]` pending.
+local config = require('agentd.config')
+
+local M = {}
+
+local api = vim.api
+local ns = api.nvim_create_namespace('agentd.plan')
+
+M.marks = { completed = '[x]', done = '[x]', in_progress = '[~]', pending = '[ ]' }
+local HL = { completed = 'Comment', done = 'Comment', in_progress = 'DiagnosticInfo' }
+
+--- Sessions whose plan window the user closed (not reopened automatically; :AgentdTodos reopens it).
+local closed_by_user = {}
+
+--- The plan window's lines for a session.
+function M.lines(s)
+  local entries = s.plan and s.plan.entries or {}
+  if #entries == 0 then
+    return { '(no todos)' }
+  end
+  local out = {}
+  for _, e in ipairs(entries) do
+    local content = (e.content or ''):gsub('\r?\n', ' ')
+    out[#out + 1] = ('%s %s'):format(M.marks[e.status] or '[?]', content)
+  end
+  return out
+end
+
+local function counts(s)
+  local done, total = 0, 0
+  for _, e in ipairs(s.plan and s.plan.entries or {}) do
+    total = total + 1
+    if e.status == 'completed' or e.status == 'done' then
+      done = done + 1
+    end
+  end
+  return done, total
+end
+
+--- The plan buffer of a session (created on first use).
+function M.buf(s)
+  local name = 'agentd://plan/' .. s.id
+  local b = s.plan_buf
+  if b and api.nvim_buf_is_valid(b) then
+    return b
+  end
+  b = api.nvim_create_buf(false, true)
+  s.plan_buf = b
+  api.nvim_buf_set_name(b, name)
+  vim.bo[b].buftype = 'nofile'
+  vim.bo[b].bufhidden = 'hide'
+  vim.bo[b].swapfile = false
+  vim.b[b].agentd_plan = s.id
+  vim.b[b].agentd_root = s.root
+  vim.bo[b].filetype = 'agentd_plan'
+  vim.bo[b].modifiable = false
+  return b
+end
+
+--- The plan window of the current tab (showing any session's plan), if any.
+function M.win()
+  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if vim.b[api.nvim_win_get_buf(w)].agentd_plan then
+      return w
+    end
+  end
+end
+
+--- The plan window's height: its lines plus the winbar (floats have a border title instead).
+local function height_for(s, float)
+  local max = (config.options.plan or {}).max_height or 12
+  return math.max(1, math.min(max, #M.lines(s))) + (float and 0 or 1)
+end
+
+local function open_win(s, b)
+  local opts = config.options.plan or {}
+  local position = opts.position or 'chat'
+  local cur = api.nvim_get_current_win()
+  local w
+  if position == 'chat' then
+    local chat_win = require('agentd.chat').win(nil)
+    if chat_win then
+      api.nvim_win_call(chat_win, function()
+        vim.cmd('aboveleft split')
+        w = api.nvim_get_current_win()
+      end)
+      api.nvim_win_set_buf(w, b)
+      api.nvim_win_set_height(w, height_for(s))
+    else
+      position = 'right'
+    end
+  end
+  if not w and position == 'float' then
+    local width = math.min(60, math.max(30, math.floor(vim.o.columns * 0.35)))
+    w = api.nvim_open_win(b, false, {
+      relative = 'editor',
+      anchor = 'NE',
+      row = 1,
+      col = vim.o.columns,
+      width = width,
+      height = height_for(s, true),
+      border = 'rounded',
+      title = ' agentd plan ',
+    })
+  elseif not w then
+    w = require('agentd.chat').open_win(b, position, 0.3)
+    if position == 'top' or position == 'bottom' then
+      api.nvim_win_set_height(w, height_for(s))
+    end
+  end
+  if api.nvim_win_is_valid(cur) then
+    api.nvim_set_current_win(cur)
+  end
+  local wo = vim.wo[w]
+  wo.wrap = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = 'no'
+  wo.foldcolumn = '0'
+  wo.winfixheight = true
+  wo.statusline = ' agentd plan'
+  vim.api.nvim_create_autocmd('WinClosed', {
+    pattern = tostring(w),
+    once = true,
+    callback = function()
+      closed_by_user[s.id] = true
+    end,
+  })
+  return w
+end
+
+local function is_active(s)
+  local client = require('agentd.client')
+  return client.active[s.root] == s.id or client.active[s.root] == nil
+end
+
+--- Redraws a session's plan buffer; a plan window of the tab shows the active session's plan.
+function M.render(s)
+  local b = M.buf(s)
+  local lines = M.lines(s)
+  vim.bo[b].modifiable = true
+  api.nvim_buf_set_lines(b, 0, -1, false, lines)
+  vim.bo[b].modifiable = false
+  api.nvim_buf_clear_namespace(b, ns, 0, -1)
+  for i, e in ipairs(s.plan and s.plan.entries or {}) do
+    local group = HL[e.status]
+    if group then
+      vim.hl.range(b, ns, group, { i - 1, 0 }, { i - 1, -1 })
+    end
+  end
+  local w = M.win()
+  if w and is_active(s) then
+    if api.nvim_win_get_buf(w) ~= b then
+      api.nvim_win_set_buf(w, b)
+    end
+    local done, total = counts(s)
+    vim.wo[w].winbar = ('agentd plan · %d/%d done'):format(done, total)
+    if api.nvim_win_get_config(w).relative ~= '' then
+      api.nvim_win_set_config(w, { height = height_for(s, true) })
+    elseif (config.options.plan or {}).position ~= 'left' and (config.options.plan or {}).position ~= 'right' then
+      api.nvim_win_set_height(w, height_for(s))
+    end
+  end
+end
+
+--- Shows the plan of a session: opens the window (if `auto_open`, or `opts.force`) and redraws it.
+function M.show(s, opts)
+  opts = opts or {}
+  if opts.force then
+    closed_by_user[s.id] = nil
+  end
+  local b = M.buf(s)
+  if not M.win() and is_active(s) then
+    local auto = (config.options.plan or {}).auto_open ~= false
+    if opts.force or (auto and not closed_by_user[s.id]) then
+      open_win(s, b)
+    end
+  end
+  M.render(s)
+end
+
+return M

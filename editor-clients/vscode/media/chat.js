@@ -1,0 +1,202 @@
+// The chat webview's script: renders the transcript the extension host sends and posts prompts back.
+// Text is put into the DOM with textContent only (never innerHTML), so nothing the model writes can run.
+// @ts-check
+(function () {
+  // @ts-ignore: provided by VS Code inside webviews
+  const vscode = acquireVsCodeApi();
+  const log = /** @type {HTMLElement} */ (document.getElementById("log"));
+  const empty = /** @type {HTMLElement} */ (document.getElementById("empty"));
+  const form = /** @type {HTMLFormElement} */ (document.getElementById("composer"));
+  const prompt = /** @type {HTMLTextAreaElement} */ (document.getElementById("prompt"));
+  const send = /** @type {HTMLButtonElement} */ (document.getElementById("send"));
+  const cancel = /** @type {HTMLButtonElement} */ (document.getElementById("cancel"));
+  const state = /** @type {HTMLElement} */ (document.getElementById("state"));
+  /** @type {Map<string, HTMLElement>} */
+  const nodes = new Map();
+  let busy = false;
+
+  const STATUS_ICON = { pending: "○", in_progress: "◐", completed: "✓", failed: "✗" };
+  const KIND_LABEL = { read: "read", edit: "edit", execute: "run", think: "plan", delete: "delete", move: "move", search: "search", fetch: "fetch" };
+
+  function el(tag, cls, text) {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+
+  /** Inline markdown: `code` and **bold**; everything else is plain text. */
+  function inline(parent, text) {
+    const re = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
+    let last = 0;
+    let m;
+    while ((m = re.exec(text))) {
+      if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
+      const tok = m[0];
+      if (tok.startsWith("`")) parent.appendChild(el("code", "", tok.slice(1, -1)));
+      else parent.appendChild(el("strong", "", tok.slice(2, -2)));
+      last = m.index + tok.length;
+    }
+    if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
+  }
+
+  /** A small markdown subset: fenced code blocks, paragraphs, bullet lists, inline code and bold. */
+  function markdown(text) {
+    const frag = document.createDocumentFragment();
+    const parts = text.split(/^```[^\n]*\n?/m);
+    parts.forEach((part, i) => {
+      if (i % 2 === 1) {
+        const pre = el("pre");
+        pre.appendChild(el("code", "", part.replace(/\n$/, "")));
+        frag.appendChild(pre);
+        return;
+      }
+      for (const block of part.split(/\n{2,}/)) {
+        if (!block.trim()) continue;
+        const lines = block.split("\n");
+        if (lines.every((l) => /^\s*[-*] /.test(l) || !l.trim())) {
+          const ul = el("ul");
+          for (const l of lines) {
+            if (!l.trim()) continue;
+            const li = el("li");
+            inline(li, l.replace(/^\s*[-*] /, ""));
+            ul.appendChild(li);
+          }
+          frag.appendChild(ul);
+        } else {
+          const p = el("p");
+          lines.forEach((l, j) => {
+            if (j) p.appendChild(el("br"));
+            inline(p, l);
+          });
+          frag.appendChild(p);
+        }
+      }
+    });
+    return frag;
+  }
+
+  function renderMessage(item) {
+    const n = el("section", `msg ${item.role}`);
+    n.setAttribute("aria-label", item.role === "user" ? "You" : item.role === "thought" ? "agentd (thinking)" : "agentd");
+    n.appendChild(el("div", "who", item.role === "user" ? "You" : item.role === "thought" ? "Thinking" : "agentd"));
+    const body = el("div", "body");
+    if (item.role === "user") body.textContent = item.text;
+    else body.appendChild(markdown(item.text));
+    n.appendChild(body);
+    return n;
+  }
+
+  function renderTool(item) {
+    const n = el("section", `tool status-${item.status}${item.outcome ? " outcome" : ""}`);
+    const plainTitle = item.title.replace(/`/g, "");
+    n.setAttribute("aria-label", `Tool call: ${plainTitle}, ${item.outcome || item.status.replace("_", " ")}`);
+    const head = el("div", "head");
+    head.appendChild(el("span", "icon", STATUS_ICON[item.status] || "•"));
+    head.appendChild(el("span", "kind", KIND_LABEL[item.kind] || item.kind));
+    const title = el("span", "title");
+    inline(title, item.title);
+    head.appendChild(title);
+    if (item.summary) head.appendChild(el("span", "summary", item.summary));
+    head.appendChild(el("span", "status", item.outcome || item.status.replace("_", " ")));
+    n.appendChild(head);
+    const links = el("div", "links");
+    if (item.hasDiff) {
+      const b = el("button", "link", "Show diff");
+      b.type = "button";
+      b.addEventListener("click", () => vscode.postMessage({ type: "openDiff", toolCallId: item.toolCallId }));
+      links.appendChild(b);
+    }
+    if (item.path && item.kind !== "execute") {
+      const b = el("button", "link", "Open file");
+      b.type = "button";
+      b.addEventListener("click", () => vscode.postMessage({ type: "openFile", path: item.path }));
+      links.appendChild(b);
+    }
+    if (links.childElementCount) head.appendChild(links);
+    if (item.output && item.kind !== "think") {
+      const d = el("details");
+      d.appendChild(el("summary", "", "Output"));
+      d.appendChild(el("pre", "", item.output));
+      n.appendChild(d);
+    }
+    return n;
+  }
+
+  function render(item) {
+    if (item.type === "message") return renderMessage(item);
+    if (item.type === "tool") return renderTool(item);
+    const n = el("div", `notice ${item.level}`, item.text);
+    n.setAttribute("role", item.level === "error" ? "alert" : "status");
+    return n;
+  }
+
+  function upsert(item) {
+    const fresh = render(item);
+    fresh.dataset.id = item.id;
+    const old = nodes.get(item.id);
+    if (old) old.replaceWith(fresh);
+    else log.appendChild(fresh);
+    nodes.set(item.id, fresh);
+    empty.hidden = true;
+  }
+
+  function stickToBottom(fn) {
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+    fn();
+    if (atBottom) log.scrollTop = log.scrollHeight;
+  }
+
+  function setBusy(b) {
+    busy = b;
+    send.disabled = b;
+    cancel.hidden = !b;
+    state.textContent = b ? "Working…" : "";
+    document.body.classList.toggle("busy", b);
+  }
+
+  window.addEventListener("message", (event) => {
+    const msg = event.data;
+    if (msg.type === "reset") {
+      stickToBottom(() => {
+        nodes.forEach((n) => n.remove());
+        nodes.clear();
+        empty.hidden = msg.items.length > 0;
+        msg.items.forEach(upsert);
+      });
+      log.scrollTop = log.scrollHeight;
+      setBusy(msg.busy);
+    } else if (msg.type === "upsert") {
+      stickToBottom(() => upsert(msg.item));
+    } else if (msg.type === "remove") {
+      for (const id of msg.ids) {
+        nodes.get(id)?.remove();
+        nodes.delete(id);
+      }
+    } else if (msg.type === "busy") {
+      setBusy(msg.busy);
+    } else if (msg.type === "focus") {
+      prompt.focus();
+    }
+  });
+
+  function submit() {
+    const text = prompt.value.trim();
+    if (!text || busy) return;
+    vscode.postMessage({ type: "prompt", text });
+    prompt.value = "";
+  }
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    submit();
+  });
+  prompt.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      submit();
+    }
+  });
+  cancel.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
+  vscode.postMessage({ type: "ready" });
+})();

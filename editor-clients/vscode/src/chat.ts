@@ -1,0 +1,111 @@
+// The chat webview view: the transcript of the active session (streamed text, thoughts, tool-call cards)
+// and a prompt box. The webview only renders; the transcript lives in the extension host (transcript.ts),
+// which sends it whole on (re)load and as changes afterwards. Content Security Policy: no network, scripts
+// only with this page's nonce.
+
+import * as crypto from "crypto";
+import * as vscode from "vscode";
+import { Change, Item } from "./transcript";
+
+/** What the webview sends. */
+export type FromWebview =
+  | { type: "ready" }
+  | { type: "prompt"; text: string }
+  | { type: "cancel" }
+  | { type: "openDiff"; toolCallId: string }
+  | { type: "openFile"; path: string }
+  | { type: "newSession" }
+  | { type: "resumeSession" };
+
+export interface ChatSource {
+  items(): Item[];
+  busy(): boolean;
+  title(): string | undefined;
+  onMessage(msg: FromWebview): void;
+}
+
+export class ChatView implements vscode.WebviewViewProvider {
+  private view?: vscode.WebviewView;
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly source: ChatSource,
+  ) {}
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    const media = vscode.Uri.joinPath(this.extensionUri, "media");
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    view.webview.html = this.html(view.webview, media);
+    view.webview.onDidReceiveMessage((msg: FromWebview) => {
+      if (msg.type === "ready") {
+        this.reset();
+      } else {
+        this.source.onMessage(msg);
+      }
+    });
+    view.onDidDispose(() => (this.view = undefined));
+    this.setTitle(this.source.title());
+  }
+
+  reset(): void {
+    void this.view?.webview.postMessage({ type: "reset", items: this.source.items(), busy: this.source.busy() });
+  }
+
+  apply(changes: Change[]): void {
+    for (const c of changes) {
+      void this.view?.webview.postMessage(c.op === "upsert" ? { type: "upsert", item: c.item } : { type: "remove", ids: c.ids });
+    }
+  }
+
+  setBusy(busy: boolean): void {
+    void this.view?.webview.postMessage({ type: "busy", busy });
+  }
+
+  setTitle(title: string | undefined): void {
+    if (this.view) {
+      this.view.description = title;
+    }
+  }
+
+  focusPrompt(): void {
+    void this.view?.webview.postMessage({ type: "focus" });
+  }
+
+  private html(webview: vscode.Webview, media: vscode.Uri): string {
+    const nonce = crypto.randomBytes(16).toString("base64");
+    const css = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css"));
+    const js = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.js"));
+    const csp = [
+      "default-src 'none'",
+      `style-src ${webview.cspSource}`,
+      `font-src ${webview.cspSource}`,
+      `img-src ${webview.cspSource} data:`,
+      `script-src 'nonce-${nonce}'`,
+    ].join("; ");
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${css}">
+<title>agentd chat</title>
+</head>
+<body>
+<main id="log" role="log" aria-live="polite" aria-label="Conversation">
+  <p class="empty" id="empty">Ask agentd to do something in this workspace. It plans with a TODO list, reads and edits files, runs commands, and asks before anything risky.</p>
+</main>
+<form id="composer" aria-label="Prompt">
+  <textarea id="prompt" rows="3" aria-label="Prompt" placeholder="Ask agentd… (Enter to send, Shift+Enter for a new line)"></textarea>
+  <div class="actions">
+    <span id="state" aria-live="polite"></span>
+    <button type="button" id="cancel" class="secondary" hidden>Cancel</button>
+    <button type="submit" id="send">Send</button>
+  </div>
+</form>
+<script nonce="${nonce}" src="${js}"></script>
+</body>
+</html>`;
+  }
+}

@@ -1,0 +1,182 @@
+// The `update` objects of `agentd/session/update` (PROTOCOL.md §7.2), as this extension reads them.
+//
+// The generated protocol.ts types the envelope (SessionNotification); this module narrows its `update`
+// member. Everything is read defensively: unknown `sessionUpdate` values and unknown fields are ignored
+// (PROTOCOL.md §2), and `messageId` is accepted at the top level (the spec) or under `_meta.agentd`.
+
+export interface TextContent {
+  type: string;
+  text?: string;
+}
+
+export interface DiffContent {
+  type: "diff";
+  path: string;
+  oldText?: string | null;
+  newText: string;
+}
+
+export interface WrappedContent {
+  type: "content";
+  content: TextContent;
+}
+
+export type ToolCallContent = DiffContent | WrappedContent | { type: string };
+
+export interface Location {
+  path: string;
+  line?: number;
+}
+
+export interface AgentdMeta {
+  messageId?: string;
+  retracts?: string;
+  replay?: boolean;
+  decision?: string;
+  decidedBy?: string;
+  optionId?: string;
+  cancelled?: boolean;
+  interrupted?: boolean;
+  durationMs?: number;
+  snapshot?: string;
+  planId?: string;
+  request?: RequestUsage;
+  [key: string]: unknown;
+}
+
+export interface RequestUsage {
+  inputTokens?: number | null;
+  outputTokens?: number | null;
+  cacheReadTokens?: number | null;
+  cacheWriteTokens?: number | null;
+}
+
+export interface ChunkUpdate {
+  sessionUpdate: "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk";
+  content: TextContent;
+  messageId?: string;
+  _meta?: { agentd?: AgentdMeta };
+}
+
+export interface ToolCallUpdate {
+  sessionUpdate: "tool_call" | "tool_call_update";
+  toolCallId: string;
+  title?: string;
+  kind?: string;
+  status?: string;
+  rawInput?: unknown;
+  rawOutput?: Record<string, unknown> | null;
+  content?: ToolCallContent[] | null;
+  locations?: Location[] | null;
+  _meta?: { agentd?: AgentdMeta };
+}
+
+export type PlanStatus = "pending" | "in_progress" | "completed";
+
+export interface PlanEntry {
+  content: string;
+  priority?: string;
+  status: PlanStatus | string;
+}
+
+export interface PlanUpdate {
+  sessionUpdate: "plan";
+  entries: PlanEntry[];
+  _meta?: { agentd?: AgentdMeta };
+}
+
+export interface Cost {
+  amount: number;
+  currency: string;
+}
+
+export interface UsageUpdate {
+  sessionUpdate: "usage_update";
+  used?: number;
+  size?: number;
+  cost?: Cost | null;
+  _meta?: { agentd?: AgentdMeta };
+}
+
+export interface SessionInfoUpdate {
+  sessionUpdate: "session_info_update";
+  title?: string | null;
+  updatedAt?: string | null;
+}
+
+export interface ModeUpdate {
+  sessionUpdate: "current_mode_update";
+  currentModeId: string;
+}
+
+export type SessionUpdate =
+  | ChunkUpdate
+  | ToolCallUpdate
+  | PlanUpdate
+  | UsageUpdate
+  | SessionInfoUpdate
+  | ModeUpdate;
+
+const KNOWN = new Set([
+  "agent_message_chunk",
+  "agent_thought_chunk",
+  "user_message_chunk",
+  "tool_call",
+  "tool_call_update",
+  "plan",
+  "usage_update",
+  "session_info_update",
+  "current_mode_update",
+]);
+
+/** The update as a known variant, or undefined for anything this client does not know. */
+export function asUpdate(raw: unknown): SessionUpdate | undefined {
+  if (typeof raw !== "object" || raw === null) {
+    return undefined;
+  }
+  const kind = (raw as { sessionUpdate?: unknown }).sessionUpdate;
+  return typeof kind === "string" && KNOWN.has(kind) ? (raw as SessionUpdate) : undefined;
+}
+
+/** `_meta.agentd` of any object, or an empty object. */
+export function agentdMeta(obj: unknown): AgentdMeta {
+  const meta = (obj as { _meta?: { agentd?: unknown } } | undefined)?._meta?.agentd;
+  return typeof meta === "object" && meta !== null ? (meta as AgentdMeta) : {};
+}
+
+/** The messageId of a chunk: top-level per PROTOCOL.md §7.2, or under `_meta.agentd`. */
+export function messageIdOf(update: ChunkUpdate): string | undefined {
+  return update.messageId ?? agentdMeta(update).messageId;
+}
+
+export function isDiff(c: ToolCallContent): c is DiffContent {
+  return c.type === "diff" && typeof (c as DiffContent).newText === "string";
+}
+
+export function isWrapped(c: ToolCallContent): c is WrappedContent {
+  return c.type === "content" && typeof (c as WrappedContent).content === "object";
+}
+
+/** Lines added and removed between two texts (a line-set count, good enough for a summary). */
+export function diffStats(oldText: string | null | undefined, newText: string): { added: number; removed: number } {
+  const before = (oldText ?? "").split("\n");
+  const after = newText.split("\n");
+  const count = (lines: string[]): Map<string, number> => {
+    const m = new Map<string, number>();
+    for (const l of lines) {
+      m.set(l, (m.get(l) ?? 0) + 1);
+    }
+    return m;
+  };
+  const b = count(before);
+  const a = count(after);
+  let added = 0;
+  let removed = 0;
+  for (const [line, n] of a) {
+    added += Math.max(0, n - (b.get(line) ?? 0));
+  }
+  for (const [line, n] of b) {
+    removed += Math.max(0, n - (a.get(line) ?? 0));
+  }
+  return { added, removed };
+}

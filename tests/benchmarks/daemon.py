@@ -1,0 +1,213 @@
+"""Daemon benchmark (TESTING.md §5.3): start-up and overhead per step. Run `python -m tests.benchmarks.daemon`.
+
+Prints one JSON line:
+- `initialize_ms`: median of N spawns of `python -m agentd`, from `Popen` to the `initialize` result (the
+  SDKs are imported only after it); `python_ms` the same for `python -c pass`, `initialize_ratio` the ratio.
+- `step_overhead_ratio`: median daemon overhead per step with a resumed 5,000-message session divided by the
+  same with a 100-message one. Per step, overhead = `received_at` of request k+1 - `last_byte_at` of
+  response k - the tool time agentd reports (`durationMs`), all from the emulator journal and the updates.
+- `request_bytes_ratio`: request body size at 5,000 messages / at 100 (the serialisation no step avoids).
+Plus the absolute medians behind them. Sessions come from `tests.benchmarks.gen` (compression off, a
+window large enough for the whole history); each step is an instant emulator reply calling `read_file`
+on a one-line file. A run in which the emulator answered a 400 publishes nothing (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from agentd.testing.emulator import Emulator
+from tests.benchmarks.gen import MODEL, generate
+
+ROOT = Path(__file__).resolve().parents[2]
+HUGE = 100_000_000
+
+
+class Client:
+    """A minimal LSP client over the daemon's pipes: incremental framing, answers server requests."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.buf = b""
+        self.updates: list[dict[str, Any]] = []
+
+    async def send(self, obj: dict[str, Any]) -> None:
+        body = json.dumps(obj).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        await self.proc.stdin.drain()
+
+    async def _frame(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while True:
+            head, sep, rest = self.buf.partition(b"\r\n\r\n")
+            if sep:
+                length = int(head.split(b":")[1])
+                if len(rest) >= length:
+                    self.buf = rest[length:]
+                    return dict(json.loads(rest[:length]))
+            chunk = await self.proc.stdout.read(1 << 20)
+            if not chunk:
+                raise RuntimeError("agentd closed its stdout")
+            self.buf += chunk
+
+    async def reply(self, msg_id: Any, timeout: float = 600) -> dict[str, Any]:
+        async def wait() -> dict[str, Any]:
+            while True:
+                msg = await self._frame()
+                if msg.get("method") == "agentd/session/update":
+                    self.updates.append(msg["params"])
+                elif "method" in msg and "id" in msg:
+                    result = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+                    await self.send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+                elif msg.get("id") == msg_id and "method" not in msg:
+                    return msg
+
+        return await asyncio.wait_for(wait(), timeout)
+
+
+async def _spawn(env: dict[str, str]) -> Client:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agentd", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, env=env, cwd=str(ROOT))  # fmt: skip
+    return Client(proc)
+
+
+def _init(folder: Path, options: dict[str, Any]) -> dict[str, Any]:
+    caps = {"experimental": {"agentd": {"protocolVersion": 1, "requestPermission": True}}}
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"processId": None, "rootUri": folder.as_uri(), "capabilities": caps,
+                       "workspaceFolders": [{"uri": folder.as_uri(), "name": folder.name}],
+                       "initializationOptions": options}}  # fmt: skip
+
+
+async def _stop(client: Client) -> None:
+    await client.send({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"})
+    await client.reply("bye")
+    await client.send({"jsonrpc": "2.0", "method": "exit"})
+    await asyncio.wait_for(client.proc.wait(), 30)
+
+
+async def initialize_ms(env: dict[str, str], folder: Path, runs: int) -> tuple[float, float]:
+    """(median ms to the initialize result, median ms of `python -c pass`)."""
+    starts, bare = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        client = await _spawn(env)
+        await client.send(_init(folder, {}))
+        await client.reply(1)
+        starts.append((time.perf_counter() - t0) * 1000)
+        await client.send({"jsonrpc": "2.0", "method": "exit"})
+        await asyncio.wait_for(client.proc.wait(), 30)
+        t0 = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+        await proc.wait()
+        bare.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(starts), statistics.median(bare)
+
+
+async def step_overhead(messages: int, steps: int, base: Path) -> dict[str, float]:
+    """Resume a generated session of `messages` messages and drive `steps` tool steps."""
+    data = base / f"data-{messages}"
+    sid = generate(data, messages=messages, seed=1)
+    workspace = data / "workspace"
+    (workspace / "a.txt").write_text("a\n", encoding="utf-8")
+    answers = [{"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.txt"}}}], "stop_reason": "tool_use"}
+               for _ in range(steps)] + [{"reply": [{"text": "Done."}], "stop_reason": "end_turn"}]  # fmt: skip
+    emu = Emulator(
+        api="anthropic", scenario={"models": {MODEL: {"context_window": HUGE}}, "answers": answers}
+    )
+    url = emu.start()
+    try:
+        env = _env(data, url)
+        client = await _spawn(env)
+        options = {"context": {"windowTokens": HUGE, "compressThresholdTokens": HUGE}}
+        await client.send(_init(workspace, options))
+        await client.reply(1)
+        await client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        await client.send({"jsonrpc": "2.0", "id": 2, "method": "agentd/session/load",
+                           "params": {"sessionId": sid, "cwd": str(workspace)}})  # fmt: skip
+        await client.reply(2)
+        client.updates.clear()
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "Read a.txt again and again."}]}
+        await client.send({"jsonrpc": "2.0", "id": 3, "method": "agentd/session/prompt", "params": prompt})
+        stop = (await client.reply(3))["result"]["stopReason"]
+        await _stop(client)
+        journal = emu.journal
+        if stop != "end_turn" or emu.problems or any(e["status"] != 200 for e in journal):
+            raise RuntimeError(f"the run is invalid: stop {stop}, problems {emu.problems}")
+    finally:
+        emu.stop()
+    tool_ms = [u["update"]["_meta"]["agentd"]["durationMs"] for u in client.updates
+               if u["update"].get("sessionUpdate") == "tool_call_update" and u["update"].get("status") == "completed"]  # fmt: skip
+    gaps = [
+        (journal[k + 1]["received_at"] - journal[k]["last_byte_at"]) * 1000 - tool_ms[k] for k in range(steps)
+    ]
+    sizes = [len(json.dumps(e["body"]).encode()) for e in journal]
+    return {"overhead_ms": statistics.median(gaps), "request_bytes": statistics.median(sizes)}
+
+
+def _env(data: Path, url: str | None = None) -> dict[str, str]:
+    env = {**os.environ, "AGENTD_DATA_DIR": str(data), "ANTHROPIC_API_KEY": "sk-ant-emu-" + secrets.token_hex(16),
+           "PYTHONPATH": str(ROOT), "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}  # fmt: skip
+    home = data / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env.update(
+        HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), AGENTD_CONFIG_DIR=str(home / ".config/agentd")
+    )
+    if url is not None:
+        env["ANTHROPIC_BASE_URL"] = url
+    return env
+
+
+async def run(runs: int, steps: int, small: int, large: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="agentd-bench-daemon-") as tmp:
+        base = Path(tmp)
+        folder = base / "ws"
+        folder.mkdir()
+        init_ms, bare_ms = await initialize_ms(_env(base / "init"), folder, runs)
+        a = await step_overhead(small, steps, base)
+        b = await step_overhead(large, steps, base)
+    return {
+        "initialize_ms": round(init_ms, 1),
+        "python_ms": round(bare_ms, 1),
+        "initialize_ratio": round(init_ms / bare_ms, 2),
+        "step_overhead_ratio": round(b["overhead_ms"] / a["overhead_ms"], 2),
+        "request_bytes_ratio": round(b["request_bytes"] / a["request_bytes"], 2),
+        f"step_overhead_ms_{small}": round(a["overhead_ms"], 2),
+        f"step_overhead_ms_{large}": round(b["overhead_ms"], 2),
+        f"request_bytes_{small}": int(a["request_bytes"]),
+        f"request_bytes_{large}": int(b["request_bytes"]),
+        "runs": runs,
+        "steps": steps,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.benchmarks.daemon", description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=15, help="spawns for initialize_ms (default 15)")
+    p.add_argument("--steps", type=int, default=30, help="tool steps per session (default 30)")
+    p.add_argument("--small", type=int, default=100, help="messages of the small session (default 100)")
+    p.add_argument("--large", type=int, default=5000, help="messages of the large session (default 5000)")
+    args = p.parse_args(argv)
+    try:
+        result = asyncio.run(run(args.runs, args.steps, args.small, args.large))
+    except RuntimeError as exc:
+        sys.stderr.write(f"tests.benchmarks.daemon: {exc}; nothing published\n")
+        return 1
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
