@@ -17,7 +17,7 @@ from typing import Any
 from agentd import failpoints
 from agentd.core import compaction
 from agentd.core.session import Session, new_message_id
-from agentd.core.validate import validate_request
+from agentd.core.validate import validate_messages, validate_request
 from agentd.errors import AgentdError, ProviderError
 from agentd.permissions.gate import Decision, denial_text
 from agentd.protocol import updates
@@ -162,15 +162,31 @@ def _store_reply(s: Session, response: ModelResponse, message_id: str) -> list[d
 
 # ---- compaction ----------------------------------------------------------------------------------
 async def _maybe_compress(s: Session) -> None:
+    try:
+        await compress(s)
+    except ProviderError as exc:
+        log.warning("compression skipped: the summary request failed: %s", exc.message)
+
+
+async def compress(s: Session, *, force: bool = False) -> bool:
+    """Compress the active history (CONTRACTS.md §7): when the estimate reaches the threshold, or at once
+    with `force` (agentd/session/compact). Returns True when the history was replaced.
+
+    The summary request and the rebuilt history are validated before anything changes; the original
+    messages stay in the log and a `compaction` record says what the summary replaces. Raises
+    ProviderError when the summary request fails (the history is then unchanged), InvalidHistory on a bug.
+    """
     cfg = s.p.settings.context
-    threshold = s.p.settings.compress_threshold(s.p.model_window)
     ctx = s.p.context
-    if not compaction.should_compress(ctx, threshold_tokens=threshold, keep_recent=cfg.keep_recent_messages):
-        return
+    threshold = s.p.settings.compress_threshold(s.p.model_window)
+    if not force and not compaction.should_compress(
+        ctx, threshold_tokens=threshold, keep_recent=cfg.keep_recent_messages
+    ):
+        return False
     history = ctx.messages
     cut = compaction.find_cut(history, cfg.keep_recent_messages)
     if cut is None:
-        return
+        return False
     request = compaction.summary_request(
         history[:cut],
         model=s.p.provider.model,
@@ -182,25 +198,23 @@ async def _maybe_compress(s: Session) -> None:
     err = validate_request(request.body())
     if err:
         raise InvalidHistory(f"agentd refused to send an invalid summary request ({err}); please report it")
-    try:
-        response = await run_with_retries(
-            lambda _n: s.p.provider.stream(request, lambda _e: None),
-            clock=s.p.clock,
-            max_total_s=s.p.settings.retries.max_total_s,
-        )
-    except ProviderError as exc:
-        log.warning("compression skipped: the summary request failed: %s", exc.message)
-        return
+    response = await run_with_retries(
+        lambda _n: s.p.provider.stream(request, lambda _e: None),
+        clock=s.p.clock,
+        max_total_s=s.p.settings.retries.max_total_s,
+    )
     _account(s, response)
     rebuilt = compaction.rebuild(
         history, cut, compaction.summary_text_from(response.content), s.p.todos.carry_over_text()
     )
-    ctx.replace_prefix(rebuilt.cut, rebuilt.summary, rebuilt.ack)
-    err = validate_request({"messages": ctx.messages})
+    candidate = [rebuilt.summary, *([rebuilt.ack] if rebuilt.ack else []), *history[cut:]]
+    err = validate_messages(candidate)
     if err:
         raise InvalidHistory(f"compaction produced an invalid history ({err}); please report it")
+    ctx.replace_prefix(rebuilt.cut, rebuilt.summary, rebuilt.ack)
     s.p.store.append("compaction", {"replaced": rebuilt.cut, "summary": rebuilt.summary, "ack": rebuilt.ack})
     s.p.lines(f"[compressed history · {len(ctx)} messages left]")
+    return True
 
 
 # ---- tools ---------------------------------------------------------------------------------------

@@ -210,46 +210,19 @@ def status(conn: Connection, raw: Any) -> dict[str, Any]:
 async def compact(conn: Connection, raw: Any) -> dict[str, Any]:
     """Compress now (PROTOCOL.md §6.9): `{compacted: false, reason: "too_short"}` when nothing can be cut;
     a cancel or a provider failure leaves the history unchanged."""
-    from agentd.core import compaction
-    from agentd.core.validate import validate_request
-    from agentd.protocol import updates
-    from agentd.providers.base import run_with_retries
+    from agentd.core.loop import compress
 
     params = parse(ps.SessionIdParams, "agentd/session/compact", raw)
     hosted = hosted_of(conn, params.session_id)
     s = hosted.session
     if s.busy or hosted.compacting or hosted.prompt_task is not None:
         raise _busy(s.id)
-    settings, ctx = s.p.settings, s.p.context
-    history = ctx.messages
-    cut = compaction.find_cut(history, settings.context.keep_recent_messages)
-    if cut is None:
-        return {"compacted": False, "reason": "too_short"}
+    ctx = s.p.context
     hosted.compacting = True
     try:
         tokens_before, messages_before = ctx.estimated_tokens(), len(ctx)
-        request = compaction.summary_request(
-            history[:cut], model=s.p.provider.model, system=s.p.system, tools=s.p.tool_defs,
-            max_tokens=settings.context.summary_max_tokens, prompt_caching=settings.prompt_caching,
-        )  # fmt: skip
-        response = await run_with_retries(lambda _n: s.p.provider.stream(request, lambda _e: None), clock=s.p.clock,
-                                          max_total_s=settings.retries.max_total_s)  # fmt: skip
-        usage = response.usage
-        s.totals.add(usage, s.p.provider.model)
-        s.p.store.append("usage", {"usage": usage.to_json(), "model": response.model or s.p.provider.model})
-        s.p.lines(usage.accounting_line())
-        s.emit(updates.usage_update(usage.to_json(), s.totals.to_json(), usage.accounting_line()))
-        rebuilt = compaction.rebuild(history, cut, compaction.summary_text_from(response.content),
-                                     s.p.todos.carry_over_text())  # fmt: skip
-        candidate = rebuilt.summary, rebuilt.ack
-        ctx.replace_prefix(rebuilt.cut, *candidate)
-        err = validate_request({"messages": ctx.messages})
-        if err:
-            raise RuntimeError(f"compaction produced an invalid history ({err})")
-        s.p.store.append(
-            "compaction", {"replaced": rebuilt.cut, "summary": rebuilt.summary, "ack": rebuilt.ack}
-        )
-        s.p.lines(f"[compressed history · {len(ctx)} messages left]")
+        if not await compress(s, force=True):
+            return {"compacted": False, "reason": "too_short"}
         s.update_meta()
         after = {"sessionUpdate": "usage_update", "used": ctx.estimated_tokens(), "size": s.p.model_window}
         if price_known(s.p.provider.model):
