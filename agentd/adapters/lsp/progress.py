@@ -88,7 +88,7 @@ class TurnProgress:
             self._timer.cancel()
             self._timer = None
         message = (
-            f"{stop_reason} · {requests} requests · in={delta['in']} out={delta['out']} "
+            f"{stop_reason} · {requests} request{'' if requests == 1 else 's'} · in={delta['in']} out={delta['out']} "
             f"cache_read={delta['cache_read']} cache_write={delta['cache_write']}"
         )
         self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
