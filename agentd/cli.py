@@ -181,10 +181,14 @@ async def _run_turn(
     args: argparse.Namespace, workspace: Path, settings: Any, data_dir: Any, banner: str | None = None
 ) -> int:
     from agentd.core.factory import create_session, open_session
+    from agentd.core.session import clean_prompt
     from agentd.permissions.approver import PresetApprover, TerminalApprover
     from agentd.persistence.index import newest_session
     from agentd.providers.factory import make_provider
 
+    clean_prompt(
+        [{"type": "text", "text": args.prompt}]
+    )  # an empty prompt is refused before any session exists
     provider = make_provider(
         settings.provider,
         model=settings.model,

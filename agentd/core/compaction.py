@@ -43,6 +43,19 @@ def find_cut(messages: list[Message], keep_recent: int) -> int | None:
     return cut if cut > 0 else None
 
 
+def only_summary(messages: list[Message]) -> bool:
+    """True when `messages` are just an earlier summary (and its ack): summarising them again would only
+    re-summarise the summary, once per request, while the kept tail alone is over the threshold."""
+    for m in messages:
+        first = m["content"][0] if m["content"] else {}
+        text = first.get("text", "") if first.get("type") == "text" else ""
+        head = m["role"] == "user" and text.startswith(SUMMARY_PREFIX)
+        ack = m["role"] == "assistant" and text == ACK_TEXT and len(m["content"]) == 1
+        if not (head or ack):
+            return False
+    return True
+
+
 def should_compress(context: Context, *, threshold_tokens: int, keep_recent: int) -> bool:
     """Estimated context >= threshold and the history is longer than `keep_recent` messages."""
     return len(context) > keep_recent and context.estimated_tokens() >= threshold_tokens

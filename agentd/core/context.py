@@ -45,6 +45,12 @@ def _cache_control(ttl: TTL) -> dict[str, str]:
     return {"type": "ephemeral", "ttl": ttl}
 
 
+def _blank_text(block: Block) -> bool:
+    """An empty or whitespace-only text block: the API rejects both in a stored history (cases C13;
+    "text content blocks must contain non-whitespace text"), so the Context never stores one."""
+    return block.get("type") == "text" and not str(block.get("text") or "").strip()
+
+
 def _eligible(block: Block) -> bool:
     if block.get("type") == "text":
         return bool(block.get("text"))
@@ -101,7 +107,7 @@ class Context:
         `adopt=True` stores the caller's block objects without copying them: only for blocks nobody else
         holds (replay of freshly parsed log records), which keeps resume linear and cheap."""
         keep = (lambda b: b) if adopt else copy.deepcopy
-        blocks = [keep(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
+        blocks = [keep(b) for b in blocks if not _blank_text(b)]
         if not blocks:
             return
         merge = bool(self._messages) and self._messages[-1]["role"] == "user"
@@ -120,7 +126,7 @@ class Context:
         an empty assistant message in the middle of a history is a 400 (case C13).
         `extra`: provider fields kept on the message (e.g. `reasoning_content`); `adopt`: as in add_user."""
         keep = (lambda b: b) if adopt else copy.deepcopy
-        blocks = [keep(b) for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
+        blocks = [keep(b) for b in blocks if not _blank_text(b)]
         if not blocks:
             return False
         msg: Message = {"role": "assistant", "content": blocks}
@@ -150,6 +156,8 @@ class Context:
     def record_usage(self, usage: Usage, estimated_prompt: int) -> None:
         """After a response (whose assistant message is already appended or was empty): the context size
         is now known exactly = prompt size + output tokens. Recalibrates the estimator."""
+        if usage.prompt_tokens <= 0:  # the provider reported no input counts: keep estimating
+            return
         self.estimator.calibrate(estimated_prompt, usage.prompt_tokens)
         self._known_tokens = usage.context_tokens
         self._known_upto = len(self._flat())

@@ -22,7 +22,7 @@ from agentd.errors import AgentdError, ProviderError
 from agentd.permissions.gate import Decision, denial_text
 from agentd.protocol import updates
 from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, run_with_retries
-from agentd.tools.base import PathRefused, ToolOutput
+from agentd.tools.base import PathRefused, ToolOutput, model_text, visible
 
 log = logging.getLogger("agentd.loop")
 
@@ -127,9 +127,15 @@ async def _request(s: Session) -> tuple[ModelResponse, str]:
         return await s.p.provider.stream(request, on_event)
 
     s._inflight = finished  # type: ignore[attr-defined]
-    response = await run_with_retries(
-        attempt, clock=s.p.clock, max_total_s=s.p.settings.retries.max_total_s, on_retry=on_retry
-    )
+    try:
+        response = await run_with_retries(
+            attempt, clock=s.p.clock, max_total_s=s.p.settings.retries.max_total_s, on_retry=on_retry
+        )
+    except asyncio.CancelledError:
+        raise  # _cancelled() keeps the finished blocks of this reply
+    except BaseException:
+        s._inflight = None  # type: ignore[attr-defined]  # a failed reply is never stored later
+        raise
     s._inflight = None  # type: ignore[attr-defined]
     _account(s, response)
     return response, ids[-1]
@@ -185,7 +191,7 @@ async def compress(s: Session, *, force: bool = False) -> bool:
         return False
     history = ctx.messages
     cut = compaction.find_cut(history, cfg.keep_recent_messages)
-    if cut is None:
+    if cut is None or compaction.only_summary(history[:cut]):
         return False
     request = compaction.summary_request(
         history[:cut],
@@ -221,10 +227,12 @@ async def compress(s: Session, *, force: bool = False) -> bool:
 async def _run_tools(s: Session, tool_uses: list[dict[str, Any]]) -> None:
     failpoints.hit("loop.after_tool_use_persisted")
     todo_ok = False
-    for tu in tool_uses:
-        ok = await _run_one(s, tu)
-        todo_ok = todo_ok or (ok and tu.get("name") == "todo_write")
-    s.p.todos.end_round(todo_ok)
+    try:
+        for tu in tool_uses:
+            ok = await _run_one(s, tu)
+            todo_ok = todo_ok or (ok and tu.get("name") == "todo_write")
+    finally:  # a cancelled round counts too, exactly as replay counts it (CONTRACTS.md §3)
+        s.p.todos.end_round(todo_ok)
 
 
 def _result(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
@@ -239,6 +247,12 @@ def _finish(
 ) -> None:
     """Persist the tool_result (fsynced) and the tool_call record, then notify."""
     tid = tu["id"]
+    full = model_text(out.content, secrets=s.p.secrets)
+    output_blob = None
+    if len(full.encode("utf-8")) >= s.p.settings.store.blob_min_bytes:  # C07: the whole output stays on disk
+        output_blob = s.p.store.write_blob(full.encode("utf-8"))
+    # what the model sees: at most about a quarter of the context window (4 bytes a token), size stated
+    out.content = model_text(full, max_bytes=max(8192, s.p.model_window))
     block = _result(tid, out.content, out.is_error)
     s.p.context.add_user([block])
     s.persist_message({"role": "user", "content": [block]}, new_message_id())
@@ -255,6 +269,7 @@ def _finish(
             "diff": out.diff,
             "locations": out.locations,
             "decidedBy": decided_by,
+            **({"outputBlob": output_blob} if output_blob else {}),
         },
     )
     content = [{"type": "content", "content": {"type": "text", "text": out.content}}]
@@ -270,7 +285,7 @@ def _finish(
             meta={"decidedBy": decided_by} if decided_by else None,
         )
     )
-    line = f"[Tool] {title} -> {status}"
+    line = f"[Tool] {visible(title, one_line=True)} -> {status}"
     if tu.get("name") == "todo_write" and not out.is_error:
         line += " " + out.content
     s.p.lines(line)
@@ -367,8 +382,8 @@ def _cancelled(s: Session) -> None:
         if s.p.context.add_assistant(blocks):
             s.persist_message(s.p.context.last() or {}, new_message_id())
         s._inflight = None  # type: ignore[attr-defined]
-    last = s.p.context.last() or {}
-    uses = {b["id"]: b for b in last.get("content", []) if b.get("type") == "tool_use"}
+    assistant = next((m for m in reversed(s.p.context.view()) if m["role"] == "assistant"), None)
+    uses = {b["id"]: b for b in (assistant or {}).get("content", []) if b.get("type") == "tool_use"}
     for tid in s.p.context.open_tool_use_ids():
         if tid not in s.audited_ids and tid in uses:  # every tool_use gets exactly one audit record
             s.p.audit.record(

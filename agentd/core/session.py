@@ -25,11 +25,12 @@ from agentd.core.context import Context
 from agentd.core.hooks import Hooks
 from agentd.core.todos import TodoTracker
 from agentd.core.tokens import TokenTotals
+from agentd.errors import UsageError
 from agentd.log import LineWriter
 from agentd.permissions.gate import Gate
 from agentd.persistence.store import SessionStore
 from agentd.providers.base import Provider
-from agentd.tools.base import ToolContext
+from agentd.tools.base import ToolContext, model_text
 from agentd.tools.registry import ToolRegistry
 
 log = logging.getLogger("agentd.session")
@@ -40,6 +41,24 @@ INTERRUPTED_BEFORE = "interrupted before completion; the tool did not run"
 INTERRUPTED_AFTER = (
     "interrupted after the tool started; its outcome is unknown, check the workspace before retrying"
 )
+
+
+def clean_prompt(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The prompt as it will be stored and sent: text made encodable (lone surrogates from undecodable
+    terminal input become U+FFFD). Raises UsageError when nothing but empty or whitespace text is left: such a
+    prompt would leave the history ending with the assistant's message, which the API rejects."""
+    out = []
+    for b in blocks:
+        if b.get("type") == "text":
+            b = {**b, "text": model_text(str(b.get("text") or ""))}
+            if not b["text"].strip():
+                continue
+        out.append(b)
+    if not out:
+        raise UsageError(
+            'The prompt is empty; give the agent something to do (e.g. --prompt "fix the failing test").'
+        )
+    return out
 
 
 def new_message_id() -> str:
@@ -166,6 +185,7 @@ class Session:
         Raises `ProviderError` when the provider fails for good, `RuntimeError` when a turn is running."""
         from agentd.core.loop import run_turn
 
+        blocks = clean_prompt(blocks)
         if self.busy:
             raise RuntimeError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
         self._task = asyncio.ensure_future(run_turn(self, blocks))

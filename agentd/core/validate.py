@@ -93,6 +93,10 @@ def _empty_text(body: dict[str, Any]) -> str | None:
     for path, b in _cache_points(body):
         if b.get("type") == "text" and b.get("text", "") == "" and "cache_control" not in b:
             return f"{path.split('.')[0]}: text content blocks must be non-empty"
+    for path, b in _cache_points(body):  # anthropics/claude-code#23440: whitespace-only text is a 400 too
+        text = b.get("text", "")
+        if b.get("type") == "text" and isinstance(text, str) and text and not text.strip():
+            return f"{path.split('.')[0]}: text content blocks must contain non-whitespace text"
     return None
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from agentd.tools.base import Preview
+from agentd.tools.base import Preview, visible
 
 ApprovalOption = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
 OutcomeBy = Literal["user", "timeout", "cancel"]
@@ -150,13 +150,15 @@ def render_prompt(req: ApprovalRequest) -> str:
         if len(diff_lines) > DIFF_MAX_LINES:
             lines.append(f"... ({len(diff_lines) - DIFF_MAX_LINES} more diff lines)")
     elif p.command is not None:
-        lines.append(f"$ {p.command}")
+        lines.append(f"$ {visible(p.command, one_line=True)}")
         lines.append(f"(cwd {p.cwd})" if p.cwd else "")
     elif p.path:
         lines.append(p.path)
     else:
         lines.append(p.summary)
-    return "\n".join(line for line in lines if line) + "\nAllow? [o]nce / [a]lways / [d]eny: "
+    text = "\n".join(line for line in lines if line)
+    # control characters shown as \xNN: a command must not hide what it does (`cmd #\r\x1b[K$ ls`)
+    return visible(text) + "\nAllow? [o]nce / [a]lways / [d]eny: "
 
 
 class TerminalApprover:

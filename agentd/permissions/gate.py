@@ -32,7 +32,7 @@ from agentd.permissions.approver import (
     timed_out_text,
 )
 from agentd.permissions.rules import DEFAULT_RULES, Action, Rule, rule_label, strictest
-from agentd.tools.base import Preview
+from agentd.tools.base import Preview, visible
 
 _log = logging.getLogger("agentd")
 
@@ -199,7 +199,8 @@ class Gate:
     def log(self, tool_name: str, decision: Decision) -> None:
         """Write `[Permission] <tool> -> <decision> (<decided_by>)`; also used for decisions made before
         the gate (unknown_tool, invalid_input)."""
-        self._write(f"[Permission] {tool_name} -> {decision.decision} ({decision.decided_by})")
+        name = visible(tool_name, one_line=True)  # an unknown tool's name comes from the model
+        self._write(f"[Permission] {name} -> {decision.decision} ({decision.decided_by})")
 
     async def _decide(
         self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None

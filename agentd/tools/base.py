@@ -230,3 +230,44 @@ def validate_input(tool: Tool, raw: Any) -> tuple[StrictInput | None, str | None
         return tool.Input.model_validate(raw), None
     except ValidationError as exc:
         return None, format_validation_error(exc)
+
+
+def truncation_marker(omitted: int, total: int) -> str:
+    """CONTRACTS.md §11: `\\n[... <omitted> of <total> bytes omitted ...]\\n` (counts in bytes)."""
+    return f"\n[... {omitted} of {total} bytes omitted ...]\n"
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
+
+
+def visible(text: str, *, one_line: bool = False) -> str:
+    """Text safe to show on a terminal: control characters (ESC, CR, ...) as `\\xNN`, so a command or diff
+    cannot hide what it does (`rm -rf ~ #\\r\\x1b[K$ ls` shows as itself). `one_line` escapes newlines too."""
+    table = dict(_CONTROL)
+    if one_line:
+        table.update({0x0A: "\\n", 0x0D: "\\r"})
+    else:
+        table[0x0D] = "\\r"
+    return text.translate(table)
+
+
+def model_text(text: str, *, secrets: Sequence[str] = (), max_bytes: int = 0) -> str:
+    """A tool result as the model may see it (CONTRACTS.md §10, §11; cases C07):
+    lone surrogates (undecodable file names) become U+FFFD, so the request can always be encoded; every
+    known secret value (the API key, which a command could print from /proc) becomes `[redacted]`; text over
+    `max_bytes` (0: no cap) keeps its head and tail around the truncation marker, with the size stated."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, "[redacted]")
+    data = text.encode("utf-8")
+    if max_bytes and len(data) > max_bytes:
+        half = max_bytes // 2
+        head = data[:half].decode("utf-8", "ignore")
+        tail = data[len(data) - half :].decode("utf-8", "ignore")
+        omitted = len(data) - len(head.encode("utf-8")) - len(tail.encode("utf-8"))
+        text = head + truncation_marker(omitted, len(data)) + tail
+    return text

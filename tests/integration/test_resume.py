@@ -184,15 +184,20 @@ async def test_compression_state_survives_a_resume(make_harness, workspace: Path
 
 
 async def test_large_tool_output_goes_to_a_blob_and_replays(make_harness, workspace: Path, data_dir: Path):
-    """C07: the log stays small; the model's view is restored on resume."""
+    """C07: the model sees a truncated view with the size stated; the whole output is kept in a blob that the
+    log references; the log stays small and the model's view is restored on resume."""
     (workspace / "big.txt").write_text("y" * 300_000)
     h = make_harness(answers_of([read_file("big.txt")], [text("big")]))
     await h.session.prompt(_prompt("read big"))
     sid = h.session.id
     active = h.session.p.context.messages
     h.session.close()
-    assert len(_log(data_dir, sid)) < 100_000
-    assert len(list((data_dir / "sessions" / sid / "blobs").iterdir())) == 1
+    log = [json.loads(x) for x in _log(data_dir, sid).splitlines()]
+    (call,) = [r for r in log if r["kind"] == "tool_call"]
+    blob = (data_dir / "sessions" / sid / "blobs" / call["outputBlob"]).read_text()
+    seen = active[2]["content"][0]["content"]
+    assert (len(_log(data_dir, sid)) < 100_000, blob.count("y") > 250_000, len(seen.encode()) < 40_000) == (True,) * 3
+    assert "bytes omitted ...]" in seen
     h2 = make_harness(resume=sid)
     assert h2.session.p.context.messages == active
 

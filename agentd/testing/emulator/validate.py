@@ -229,6 +229,12 @@ def _non_empty_text(body: dict[str, Any]) -> str | None:
     for path, b in _cache_blocks(body):
         if b.get("type") == "text" and b.get("text") == "" and "cache_control" not in b:
             return f"{path.split('.')[0]}: text content blocks must be non-empty"
+    for path, b in _cache_blocks(body):
+        # anthropics/claude-code#23440, nick1udwig/kibitz#78: "text content blocks must contain
+        # non-whitespace text" (the service's wording, observed)
+        text = b.get("text")
+        if b.get("type") == "text" and isinstance(text, str) and text and not text.strip():
+            return f"{path.split('.')[0]}: text content blocks must contain non-whitespace text"
     return None
 
 
