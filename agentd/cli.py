@@ -36,38 +36,54 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="agentd", description="agentd: an editor-integrated coding-agent daemon.")
     p.add_argument("--version", action="version", version=f"agentd {__version__}")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--stdio", action="store_true", help="LSP over stdin/stdout (the default)")
+    mode.add_argument("--stdio", action="store_true", help="LSP over stdin/stdout (the default; for editors)")
     mode.add_argument("--socket", metavar="PATH", help="LSP on a Unix domain socket (mode 0600)")
     mode.add_argument("--tcp", metavar="PORT", type=int, help="LSP on 127.0.0.1:PORT with a token")
     mode.add_argument("--acp", action="store_true", help="ACP v1 on stdin/stdout")
-    p.add_argument("--exit-when-idle", metavar="SECONDS", type=float)
-    p.add_argument("--resume", metavar="SESSION_ID", nargs="?", const="")
-    p.add_argument("--data-dir", metavar="DIR")
-    p.add_argument("--log-file", metavar="FILE")
-    p.add_argument("-v", "--verbose", action="count", default=0)
+    p.add_argument(
+        "--exit-when-idle",
+        metavar="SECONDS",
+        type=float,
+        help="with --socket/--tcp: stop after this long without a connection",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="SESSION_ID",
+        nargs="?",
+        const="",
+        help="server mode: replay, check and lock this session, then announce it to the editor",
+    )
+    p.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="where sessions live (default: $AGENTD_DATA_DIR, else the platform's user data dir)",
+    )
+    p.add_argument("--log-file", metavar="FILE", help="write the log here instead of stderr")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
     sub = p.add_subparsers(dest="command", metavar="{run,demo,sessions}")
 
     run = sub.add_parser("run", help="run one turn of the agent in the terminal")
-    run.add_argument("--workspace", metavar="DIR", default=".")
-    run.add_argument("--prompt", metavar="TEXT", required=True)
+    run.add_argument("--workspace", metavar="DIR", default=".", help="the project folder (default: .)")
+    run.add_argument("--prompt", metavar="TEXT", required=True, help="what the agent should do")
     which = run.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="a new session (the default)")
     which.add_argument("--continue", dest="cont", action="store_true", help="the workspace's newest session")
     which.add_argument("--resume", dest="run_resume", metavar="ID", help="the given session")
-    run.add_argument("--provider", metavar="NAME")
-    run.add_argument("--model", metavar="NAME")
-    run.add_argument("--base-url", metavar="URL")
-    run.add_argument("--scenario", metavar="FILE")
+    run.add_argument("--provider", metavar="NAME", help="anthropic (default), openai or scripted")
+    run.add_argument("--model", metavar="NAME", help="the model (default: the provider's)")
+    run.add_argument("--base-url", metavar="URL", help="the API endpoint, e.g. http://127.0.0.1:11434/v1")
+    run.add_argument("--scenario", metavar="FILE", help="replies for --provider scripted (docs/scenarios.md)")
     run.add_argument("--yes", action="store_true", help="answer every approval with allow")
     run.add_argument("--allow", metavar="TOOL", action="append", default=[], help="allow TOOL without asking")
-    run.add_argument("--data-dir", dest="run_data_dir", metavar="DIR")
+    run.add_argument("--data-dir", dest="run_data_dir", metavar="DIR", help="as agentd --data-dir")
 
     sub.add_parser("demo", help="run the loop offline on the bundled scripted model")
 
     sessions = sub.add_parser("sessions", help="list, show, export or delete sessions")
+    sessions.add_argument("--data-dir", dest="run_data_dir", metavar="DIR", help="as agentd --data-dir")
     ss = sessions.add_subparsers(dest="sessions_command", metavar="{list,show,export,rm}", required=True)
     ls = ss.add_parser("list", help="newest first")
-    ls.add_argument("--workspace", metavar="DIR")
+    ls.add_argument("--workspace", metavar="DIR", help="only this project's sessions")
     show = ss.add_parser("show", help="a readable transcript with the current plan")
     show.add_argument("id")
     export = ss.add_parser("export", help="the log or a Markdown transcript on stdout")
@@ -164,9 +180,17 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.provider and args.provider not in ("anthropic", "openai", "scripted"):
         raise ConfigError(f"unknown provider '{args.provider}'; use anthropic, openai or scripted")
+    from agentd.tools.registry import default_tools
+
+    known = ["todo_write", *(t.name for t in default_tools())]
+    for tool in args.allow:
+        if tool not in known:
+            raise ConfigError(f"--allow {tool}: no such tool; use one of {', '.join(known)}")
     workspace = _workspace(args.workspace)
+    warnings: list[str] = []
     settings = load_settings(
         workspace,
+        warnings=warnings,
         cli={
             "provider": args.provider,
             "model": args.model,
@@ -174,6 +198,8 @@ def _run(args: argparse.Namespace) -> int:
             "scenario": args.scenario,
         },
     )
+    for w in warnings:
+        sys.stderr.write(f"agentd: warning: {w}\n")
     return asyncio.run(_run_turn(args, workspace, settings, _data_dir(args)))
 
 
@@ -214,6 +240,17 @@ async def _run_turn(
     }
     if session_id:
         session = open_session(session_id=session_id, **common)
+        cwd = session.p.cwd
+        if not cwd.is_dir():
+            session.close()
+            raise ConfigError(
+                f"session {session_id} belongs to {cwd}, which no longer exists; restore that folder, or start "
+                "a new session with --workspace DIR"
+            )
+        if getattr(args, "workspace", ".") != "." and workspace != cwd:
+            sys.stderr.write(
+                f"agentd: warning: session {session_id} works in {cwd}; --workspace is ignored\n"
+            )
     else:
         session = create_session(cwd=workspace, **common)
     if banner:
