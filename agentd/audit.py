@@ -113,6 +113,10 @@ class AuditLog:
         self.secrets = [s for s in secrets if s]
         self._now = now or (lambda: datetime.now(UTC))
 
+    def tool_use_ids(self) -> set[str]:
+        """The tool_use ids that already have a record (read from the file)."""
+        return {str(r.get("toolUseId")) for r in self.records()}
+
     def record(
         self,
         session_id: str,

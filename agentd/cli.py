@@ -187,6 +187,13 @@ def _run(args: argparse.Namespace) -> int:
         if tool not in known:
             raise ConfigError(f"--allow {tool}: no such tool; use one of {', '.join(known)}")
     workspace = _workspace(args.workspace)
+    if args.run_resume:  # the session's own workspace decides its config (rules, limits), not the cwd
+        from agentd.persistence.index import read_meta
+
+        meta = read_meta(_data_dir(args), args.run_resume) or {}
+        cwd = meta.get("cwd")
+        if isinstance(cwd, str) and Path(cwd).is_dir():
+            workspace = Path(cwd)
     warnings: list[str] = []
     settings = load_settings(
         workspace,

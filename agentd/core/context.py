@@ -135,6 +135,10 @@ class Context:
         self._messages.append(msg)
         return True
 
+    def drop_last(self) -> None:
+        """Remove the message just appended: the rollback when persisting it failed (persist before apply)."""
+        self._messages.pop()
+
     def open_tool_use_ids(self) -> list[str]:
         """Ids of tool_use blocks in the last assistant message that have no tool_result after them."""
         if not self._messages:

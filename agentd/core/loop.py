@@ -47,6 +47,7 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
     synthetic = s.synthetic_results()
     prompt_id = new_message_id()
     s.persist_prompt(prompt_blocks, prompt_id, synthetic)
+    _audit_interrupted(s, synthetic)
     for block in synthetic:
         s.p.context.add_user([block])
     s.p.context.add_user(prompt_blocks)
@@ -54,6 +55,7 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
     if s.title is None:
         s.title = _title_of(prompt_blocks)
         s.p.store.append("title", {"title": s.title})
+    s.update_meta()  # a crash in this turn still leaves the title and turn count in meta.json
     stop = "max_turn_requests"
     try:
         for _ in range(s.p.settings.max_turn_requests):
@@ -71,9 +73,34 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
         stop = "cancelled"
     finally:
         s.state = "idle"
-        s.update_meta()
+        try:
+            s.update_meta()
+        except AgentdError as exc:  # never hide the error that ended the turn behind a meta.json one
+            log.warning("session %s: meta.json not updated: %s", s.id, exc.message)
     s.p.hooks.on_turn_end(stop)
     return stop
+
+
+def _audit_interrupted(s: Session, synthetic: list[dict[str, Any]]) -> None:
+    """Every tool_use gets exactly one audit record (CONTRACTS.md §5): one cut off by a crash before its
+    decision is recorded now, as interrupted (`cancel`), when its synthetic result is persisted."""
+    if not synthetic:
+        return
+    audited = s.p.audit.tool_use_ids() | s.audited_ids
+    uses = {
+        b["id"]: b
+        for m in s.p.context.view()
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b.get("type") == "tool_use"
+    }
+    for block in synthetic:
+        tid = block["tool_use_id"]
+        if tid not in audited and tid in uses:
+            s.p.audit.record(
+                s.id, tid, uses[tid].get("name", ""), uses[tid].get("input"), Decision.cancelled()
+            )
+            s.audited_ids.add(tid)
 
 
 def _title_of(blocks: list[dict[str, Any]]) -> str:
@@ -159,7 +186,11 @@ def _store_reply(s: Session, response: ModelResponse, message_id: str) -> list[d
     ctx = s.p.context
     stored = ctx.add_assistant(blocks, response.extra or None)
     if stored:
-        s.persist_message(ctx.last() or {}, message_id)
+        try:
+            s.persist_message(ctx.last() or {}, message_id)
+        except BaseException:  # memory never gets ahead of the log (a failed append, e.g. a full disk)
+            ctx.drop_last()
+            raise
     else:
         s.p.store.sync()
     ctx.record_usage(response.usage, ctx.last_request_estimate)
@@ -235,6 +266,20 @@ async def _run_tools(s: Session, tool_uses: list[dict[str, Any]]) -> None:
         s.p.todos.end_round(todo_ok)
 
 
+def _diff_record(s: Session, diff: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The diff as logged: texts of `store.blob_min_bytes` or more go to blobs (`oldTextBlob`,
+    `newTextBlob`), so one edit of a huge file does not put megabytes in the log (case C07)."""
+    if not diff:
+        return diff
+    out = dict(diff)
+    for key in ("oldText", "newText"):
+        text = out.get(key)
+        if isinstance(text, str) and len(text.encode("utf-8")) >= s.p.settings.store.blob_min_bytes:
+            out[key + "Blob"] = s.p.store.write_blob(text.encode("utf-8"))
+            del out[key]
+    return out
+
+
 def _result(tool_use_id: str, text: str, is_error: bool) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
     if is_error:
@@ -254,8 +299,8 @@ def _finish(
     # what the model sees: at most about a quarter of the context window (4 bytes a token), size stated
     out.content = model_text(full, max_bytes=max(8192, s.p.model_window))
     block = _result(tid, out.content, out.is_error)
+    s.persist_message({"role": "user", "content": [block]}, new_message_id())  # persist, then apply
     s.p.context.add_user([block])
-    s.persist_message({"role": "user", "content": [block]}, new_message_id())
     status = "failed" if out.is_error else "completed"
     s.p.store.append(
         "tool_call",
@@ -266,7 +311,7 @@ def _finish(
             "toolKind": kind,
             "rawInput": tu.get("input"),
             "rawOutput": out.raw_output,
-            "diff": out.diff,
+            "diff": _diff_record(s, out.diff),
             "locations": out.locations,
             "decidedBy": decided_by,
             **({"outputBlob": output_blob} if output_blob else {}),
@@ -380,7 +425,11 @@ def _cancelled(s: Session) -> None:
     if inflight:
         blocks = [b for b in inflight if b.get("type") in ("text", "tool_use")]
         if s.p.context.add_assistant(blocks):
-            s.persist_message(s.p.context.last() or {}, new_message_id())
+            try:
+                s.persist_message(s.p.context.last() or {}, new_message_id())
+            except BaseException:
+                s.p.context.drop_last()
+                raise
         s._inflight = None  # type: ignore[attr-defined]
     assistant = next((m for m in reversed(s.p.context.view()) if m["role"] == "assistant"), None)
     uses = {b["id"]: b for b in (assistant or {}).get("content", []) if b.get("type") == "tool_use"}

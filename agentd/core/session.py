@@ -43,6 +43,10 @@ INTERRUPTED_AFTER = (
 )
 
 
+class SessionBusyError(RuntimeError):
+    """A turn is already running in this session (PROTOCOL.md §11 `SessionBusy`)."""
+
+
 def clean_prompt(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The prompt as it will be stored and sent: text made encodable (lone surrogates from undecodable
     terminal input become U+FFFD). Raises UsageError when nothing but empty or whitespace text is left: such a
@@ -187,7 +191,7 @@ class Session:
 
         blocks = clean_prompt(blocks)
         if self.busy:
-            raise RuntimeError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
+            raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
         self._task = asyncio.ensure_future(run_turn(self, blocks))
         try:
             return await asyncio.shield(self._task)

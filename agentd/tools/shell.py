@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import signal
 import subprocess
 import time
@@ -42,6 +43,37 @@ def child_env(env: Mapping[str, str], state: Mapping[str, Any]) -> dict[str, str
     if isinstance(named, str) and named:
         drop.add(named)
     return {k: v for k, v in env.items() if k not in drop}
+
+
+RUN_TAG_VAR = "AGENTD_RUN_ID"
+
+
+def kill_tagged(tag: str) -> int:
+    """SIGKILL every process whose environment carries `AGENTD_RUN_ID=<tag>`: the descendants of one
+    command that left its process group (`setsid`, `set -m`) and so escaped `kill_group`. Returns how many.
+
+    Linux only (reads `/proc/<pid>/environ`; processes of other users are unreadable and skipped)."""
+    needle = f"{RUN_TAG_VAR}={tag}".encode()
+    killed = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            try:
+                os.kill(int(name), signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
 
 
 class OutputCapture:
@@ -236,6 +268,7 @@ class RunCommand(Tool):
         in the group."""
         timeout = min(args.timeout_s or ctx.run_timeout_s, ctx.run_timeout_s)
         capture = OutputCapture(ctx.output_max_bytes)
+        tag = secrets.token_hex(8)  # marks every descendant, also those that leave the process group
         try:
             proc = subprocess.Popen(
                 [shell_path(), "-c", args.command],
@@ -243,7 +276,7 @@ class RunCommand(Tool):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=str(ctx.root),
-                env=child_env(ctx.env, ctx.state),
+                env={**child_env(ctx.env, ctx.state), RUN_TAG_VAR: tag},
                 start_new_session=True,
             )
         except OSError as exc:
@@ -259,11 +292,15 @@ class RunCommand(Tool):
             except TimeoutError:
                 timed_out = True
             await kill_group(proc.pid, proc)  # after a timeout, and any background job left behind
+            kill_tagged(tag)  # and those that left the group
             if timed_out:
                 code = await self._reap(proc)
             await reader.drain(_DRAIN_S)
         except asyncio.CancelledError:
-            await self._cancelled(proc)
+            try:
+                await self._cancelled(proc)
+            finally:
+                kill_tagged(tag)
             raise
         finally:
             reader.close()

@@ -192,3 +192,32 @@ def test_property_capture_keeps_head_and_tail(chunks: list[bytes], limit: int) -
             head_b.decode("utf-8", "replace").startswith(head),
             tail_b.decode("utf-8", "replace").endswith(tail),
         ) == (True, True)
+
+
+async def test_descendants_that_leave_the_group_are_killed_too(tmp_path) -> None:
+    """Review finding: `setsid` / `set -m` children escaped the group kill on timeout."""
+    import asyncio as _asyncio
+    import os as _os
+
+    from agentd.tools.base import ToolContext
+    from agentd.tools.shell import RunCommand
+
+    pidfile = tmp_path / "pids"
+    ctx = ToolContext(root=tmp_path, run_timeout_s=1.0, env=dict(_os.environ))
+    tool = RunCommand()
+    cmd = f"setsid sleep 1009 & echo $! >> {pidfile}; set -m; sleep 1004 & echo $! >> {pidfile}; sleep 100"
+    out = await tool.run(tool.Input.model_validate({"command": cmd}), ctx)
+    pids = [int(x) for x in pidfile.read_text().split()]
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split()[2] != "Z"
+        except OSError:
+            return False
+
+    loop = _asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while any(alive(p) for p in pids) and loop.time() < deadline:
+        await _asyncio.sleep(0)
+    assert (out.is_error, len(pids), [p for p in pids if alive(p)]) == (True, 2, [])

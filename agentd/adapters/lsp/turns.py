@@ -17,6 +17,7 @@ from agentd.adapters.lsp.errors import RpcError
 from agentd.adapters.lsp.host import Connection, Hosted
 from agentd.adapters.lsp.progress import TurnProgress
 from agentd.adapters.lsp.sessions import hosted_of, parse
+from agentd.core.session import SessionBusyError
 from agentd.protocol import session as ps
 
 log = logging.getLogger("agentd.lsp.turns")
@@ -100,7 +101,7 @@ async def prompt(conn: Connection, raw: Any, msg_id: Any) -> dict[str, Any]:
         else:
             try:
                 stop = await s.prompt(blocks)
-            except RuntimeError:
+            except SessionBusyError:
                 raise _busy(s.id) from None
         if s.title is not None and s.title != hosted.announced_title:
             hosted.announced_title = s.title
