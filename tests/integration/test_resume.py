@@ -196,7 +196,9 @@ async def test_large_tool_output_goes_to_a_blob_and_replays(make_harness, worksp
     (call,) = [r for r in log if r["kind"] == "tool_call"]
     blob = (data_dir / "sessions" / sid / "blobs" / call["outputBlob"]).read_text()
     seen = active[2]["content"][0]["content"]
-    assert (len(_log(data_dir, sid)) < 100_000, blob.count("y") > 250_000, len(seen.encode()) < 40_000) == (True,) * 3
+    assert (len(_log(data_dir, sid)) < 100_000, blob.count("y") > 250_000, len(seen.encode()) < 40_000) == (
+        True,
+    ) * 3
     assert "bytes omitted ...]" in seen
     h2 = make_harness(resume=sid)
     assert h2.session.p.context.messages == active
@@ -245,3 +247,47 @@ async def test_context_size_is_exact_after_a_resume(make_harness, workspace: Pat
     sid = h.session.id
     h.session.close()
     assert make_harness(resume=sid).session.p.context.estimated_tokens() == live
+
+
+async def test_a_failed_append_leaves_memory_equal_to_the_log(make_harness, monkeypatch):
+    """Review finding: a full disk while storing the reply left the tool_use in memory only; the next
+    prompt then persisted a result for a tool_use the log never had, and the session could not be loaded."""
+    from agentd.errors import StorageError
+
+    h = make_harness(answers_of([todo(("a", "pending"))], [text("ok")]))
+    real = h.session.persist_message
+
+    def full_disk(message, message_id, **kw):
+        if message.get("role") == "assistant":
+            raise StorageError("Cannot write the session log in the data dir (disk full?).")
+        return real(message, message_id, **kw)
+
+    monkeypatch.setattr(h.session, "persist_message", full_disk)
+    with pytest.raises(StorageError):
+        await h.session.prompt(_prompt("go"))
+    assert h.session.p.context.messages == [{"role": "user", "content": [{"type": "text", "text": "go"}]}]
+    sid = h.session.id
+    h.session.close()
+    assert make_harness(resume=sid).session.p.context.messages == [
+        {"role": "user", "content": [{"type": "text", "text": "go"}]}
+    ]
+
+
+async def test_a_tool_use_cut_off_by_a_crash_is_audited_when_resumed(
+    make_harness, monkeypatch, data_dir: Path
+):
+    """Every tool_use gets exactly one audit record, also one that a crash cut off before its decision."""
+    from agentd import failpoints
+
+    monkeypatch.setattr(failpoints, "_counts", {})
+    monkeypatch.setenv("AGENTD_FAILPOINTS", "loop.after_tool_use_persisted=raise")
+    write = {"tool_use": {"name": "write_file", "input": {"path": "x.txt", "content": "x"}}}
+    h = make_harness(answers_of([write]))
+    with pytest.raises(failpoints.FailpointError):
+        await h.session.prompt(_prompt("write"))
+    monkeypatch.delenv("AGENTD_FAILPOINTS")
+    sid = h.session.id
+    h.session.close()
+    await make_harness(answers_of([text("ok")]), resume=sid).session.prompt(_prompt("again"))
+    audit = [json.loads(x) for x in (data_dir / "sessions" / sid / "audit.jsonl").read_text().splitlines()]
+    assert [(r["toolUseId"], r["decidedBy"]) for r in audit] == [("toolu_scr_1_1", "cancel")]
