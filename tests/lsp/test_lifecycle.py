@@ -228,13 +228,18 @@ async def test_tcp_needs_the_token_from_the_token_file(
         token = token_file.read_text()
         await wait_until(lambda: _accepts(port), "the TCP listener")
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(
+        writer.write(  # requests sent in the same write as a refused initialize must not be handled
             frame(
                 {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init_params(workspace, options)}
             )
+            + frame({"jsonrpc": "2.0", "id": 2, "method": "agentd/session/list", "params": {}})
+            + frame(
+                {"jsonrpc": "2.0", "id": 3, "method": "agentd/session/new", "params": {"cwd": str(workspace)}}
+            )
         )
         refused = await _reply(reader, 1)
-        assert await asyncio.wait_for(reader.read(), 10) == b""  # then the connection is closed
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # then the connection is closed, nothing else
+        assert not (data_dir / "sessions").exists() or list((data_dir / "sessions").iterdir()) == []
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         params = init_params(workspace, {**options, "authToken": token})
         writer.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))

@@ -133,6 +133,7 @@ class Connection:
         self.editor = Editor(server, self.documents, self.caps)
         self.exit_code: int | None = None
         self.initialize_seen = False
+        self.rejected = False  # a failed --tcp token check: nothing more is handled
         self.shutdown_requested = False
         self.shutdown_answered = asyncio.Event()
         self._shutdown_task: asyncio.Future[None] | None = None

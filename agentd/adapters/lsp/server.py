@@ -87,6 +87,8 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
 
     def _admit(self, method: str, msg_id: Any, is_request: bool) -> bool:
         state = self.conn.state
+        if self.conn.rejected:  # frames buffered behind a refused initialize are dropped, unanswered
+            return False
         if method == types.EXIT:
             return True
         if not self.conn.initialize_seen and method != types.INITIALIZE:
@@ -181,6 +183,7 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
         conn.set_client(params)
         token = conn.daemon.tcp_token
         if token is not None and not conn.token_ok(params.initialization_options):
+            conn.rejected = True
             asyncio.get_running_loop().call_soon(conn.lost)
             raise RpcError("InvalidRequest", "This agentd listens on TCP and needs initializationOptions.authToken "
                            "from <data dir>/tcp-<port>.token; the connection is closed.")  # fmt: skip
