@@ -284,6 +284,7 @@ class Connection:
 
     async def _release(self, hosted: Hosted) -> None:
         session_id = hosted.session.id
+        hosted.cancel_early = True  # a prompt still starting (e.g. awaiting progress creation) must not run
         hosted.session.cancel()
         task = hosted.prompt_task
         if task is not None and not task.done():
