@@ -157,15 +157,13 @@ def _open(conn: Connection, sid: str, cwd: str) -> Hosted:
 
     slot = conn.daemon.resume
     settings = _settings(conn, cwd)
+    provider = _provider(settings)  # MissingCredentials before taking a --resume slot: it stays announced
     if slot is not None and not slot.taken and slot.hosted.session.id == sid:
-        provider = _provider(settings)  # MissingCredentials before taking it: the slot stays announced
+        # The --resume session was checked and locked with config-file settings only; the connection's
+        # options (rules, todos, tool descriptions, window) shape every per-session object, so it is
+        # reopened with them: a fresh replay of the log it has just validated.
         slot.taken = True
-        hosted = slot.hosted
-        hosted.session.p.provider, hosted.provider, hosted.settings = provider, provider, settings
-        hosted.session.p.settings = settings
-        hosted.session.p.gate.approval_timeout_s = settings.permissions.approval_timeout_s
-        return hosted
-    provider = _provider(settings)
+        slot.hosted.session.close()
     bridge = SessionBridge()
     try:
         session = open_session(session_id=sid, settings=settings, provider=provider, data_dir=conn.daemon.data_dir,
