@@ -40,6 +40,13 @@ def _valid_id(value: Any) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
+NOTIFICATIONS = frozenset({
+    "initialized", "exit", "$/cancelRequest", "$/setTrace", "$/progress", "textDocument/didOpen",
+    "textDocument/didChange", "textDocument/didClose", "textDocument/didSave", "workspace/didChangeWorkspaceFolders",
+    "workspace/didChangeConfiguration", "window/workDoneProgress/cancel", "agentd/session/cancel",
+})  # fmt: skip
+
+
 class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc]
     """pygls' LSP protocol with agentd's lifecycle, errors and dict envelopes (see the module docstring)."""
 
@@ -71,6 +78,9 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
             self.send_error(msg_id, "InvalidRequest", perr.NOT_A_REQUEST)
             return
         if not self._admit(method, msg_id, has_id):
+            return
+        if has_id and method in NOTIFICATIONS:  # a request for a notification would never be answered
+            self.send_error(msg_id, "InvalidRequest", f"{method} is a notification; send it without an id.")
             return
         if method == types.CANCEL_REQUEST:
             self._cancel_request(data.get("params"))
@@ -125,6 +135,8 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
         from agentd.adapters.lsp.turns import cancel_prompt
 
         target: Any = params.get("id") if isinstance(params, dict) else None
+        if not _valid_id(target):  # e.g. an object id: nothing to cancel (and not hashable)
+            return
 
         if cancel_prompt(self.conn, target):
             return  # a pending prompt: a turn cancel, answered with {"stopReason": "cancelled"}

@@ -1,0 +1,56 @@
+"""JSON-RPC edge cases found in review: a notification method sent with an id is answered (not left
+hanging), and `$/cancelRequest` with an object id is ignored without an error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _frame(obj: dict) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _frames(data: bytes) -> list[dict]:
+    out = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        n = int(head.split(b":")[1])
+        out.append(json.loads(rest[:n]))
+        data = rest[n:]
+    return out
+
+
+def test_notification_with_an_id_and_object_cancel_id(tmp_path: Path) -> None:
+    env = {**os.environ, "AGENTD_DATA_DIR": str(tmp_path / "data")}
+    msgs = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"capabilities": {}, "rootUri": tmp_path.as_uri()},
+        },
+        {"jsonrpc": "2.0", "id": 2, "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": {"a": 1}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentd"],
+        input=b"".join(_frame(m) for m in msgs),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    replies = {f["id"]: f for f in _frames(proc.stdout)}
+    assert (proc.returncode, sorted(replies), "Traceback" in proc.stderr.decode()) == (0, [1, 2, 3], False)
+    assert replies[2]["error"] == {
+        "code": -32600,
+        "message": "initialized is a notification; send it without an id.",
+        "data": {"name": "InvalidRequest"},
+    }
