@@ -119,8 +119,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(f)
     except FileNotFoundError:
         return {}
-    except (tomllib.TOMLDecodeError, OSError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not valid UTF-8 (byte {exc.start}); save it as UTF-8 or remove it"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read; fix or remove the file") from None
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc}); fix or remove the file") from exc
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
@@ -134,24 +142,49 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
 
 
 def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -> dict[str, Any]:
+    """Drop what a workspace file may not set, with one warning per dropped key (file, key, why, what to do).
+
+    Wrongly typed sections are left as they are, for `_validate_file` to reject with the file and key."""
+    raw = data
     data = _to_snake(data)  # `baseUrl` or `defaultMode` spellings must not slip past the checks below
+    instead = f"set it in your user config ({user_config_path()}) or in the editor's settings instead"
+    why = "a workspace config comes with the code it sits in"
     for key in WORKSPACE_FORBIDDEN:
         if key in data:
             data.pop(key)
-            warnings.append(f"{path}: '{key}' may only be set in the user config or by the editor; ignored")
-    perms = dict(data.get("permissions") or {})
+            warnings.append(
+                f"{path}: '{_spelled(raw, key, Settings)}' ignored: {why}, so it may not choose the provider, "
+                f"its URL or the variable holding its API key; {instead}"
+            )
+    if not isinstance(data.get("permissions"), dict):
+        return data
+    perms = dict(data["permissions"])
     if perms.get("default_mode") == "acceptEdits":
         perms.pop("default_mode")
-        warnings.append(f"{path}: permissions.default_mode = 'acceptEdits' is not allowed here; ignored")
+        warnings.append(
+            f"{path}: permissions.{_spelled(raw.get('permissions'), 'default_mode', PermissionSettings)} = "
+            f"'acceptEdits' ignored: {why}, so it may not turn on automatic approval of edits; {instead}"
+        )
     rules = perms.get("rules")
     if isinstance(rules, list):
-        kept = [r for r in rules if not (isinstance(r, dict) and r.get("action") == "allow")]
-        if len(kept) != len(rules):
-            warnings.append(f"{path}: 'allow' rules are not allowed in a workspace config; ignored")
+        kept: list[Any] = []
+        for i, rule in enumerate(rules):
+            if isinstance(rule, dict) and rule.get("action") == "allow":
+                warnings.append(
+                    f"{path}: permissions.rules[{i}] (tool {rule.get('tool')!r}, action 'allow') ignored: "
+                    f"{why}, so it may add 'ask' and 'deny' rules only; {instead}"
+                )
+            else:
+                kept.append(rule)
         perms["rules"] = kept
-    if "permissions" in data:  # also when emptied: the original section must not survive
-        data["permissions"] = perms
+    data["permissions"] = perms  # also when emptied: the original section must not survive
     return data
+
+
+def _spelled(raw: Any, name: str, model: type[BaseModel]) -> str:
+    """The key for field `name` as the file spells it: the field name, or its camelCase alias."""
+    alias = model.model_fields[name].alias
+    return alias if alias and isinstance(raw, dict) and alias in raw and name not in raw else name
 
 
 def _to_snake(data: dict[str, Any]) -> dict[str, Any]:
@@ -176,6 +209,8 @@ def _to_snake(data: dict[str, Any]) -> dict[str, Any]:
 def _validate_file(data: dict[str, Any], path: Path) -> None:
     try:
         Settings.model_validate(data)
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to check; fix or remove the file") from None
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         loc = ".".join(str(p) for p in first["loc"])

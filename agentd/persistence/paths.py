@@ -3,19 +3,22 @@
 Owns: resolving the data dir (`--data-dir`, else `AGENTD_DATA_DIR`, else platformdirs), the path of every
 file in it (`DataDir`), session ids, and the umask-independent helpers that create folders 0700 and files
 0600, fsync a folder and write a file atomically (temp file, fsync, rename, folder fsync).
-Must not import pygls, lsprotocol, acp or agentd.adapters; imports only `agentd.failpoints` from agentd.
+Must not import pygls, lsprotocol, acp or agentd.adapters; imports only `agentd.failpoints` and `agentd.errors`
+from agentd.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 import platformdirs
 from ulid import ULID
 
 from agentd import failpoints
+from agentd.errors import ConfigError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -27,10 +30,42 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 def resolve_data_dir(cli_data_dir: str | None) -> Path:
     """The data dir: `--data-dir` if given, else `$AGENTD_DATA_DIR`, else `platformdirs.user_data_dir("agentd")`.
 
-    Returns an absolute path (user `~` expanded); creates nothing (CONTRACTS.md §9, PROTOCOL.md §3.1).
+    Returns an absolute path (user `~` expanded); creates nothing (CONTRACTS.md §9, PROTOCOL.md §3.1). Raises
+    `ConfigError` (exit 2) when it cannot be used: it, or the nearest existing folder above it, is not a
+    directory or not writable.
     """
-    raw = cli_data_dir or os.environ.get(ENV_DATA_DIR) or platformdirs.user_data_dir("agentd")
-    return Path(raw).expanduser().absolute()
+    if cli_data_dir:
+        raw, origin = cli_data_dir, "--data-dir"
+    elif os.environ.get(ENV_DATA_DIR):
+        raw, origin = os.environ[ENV_DATA_DIR], f"${ENV_DATA_DIR}"
+    else:
+        raw, origin = platformdirs.user_data_dir("agentd"), "the default location"
+    path = Path(raw).expanduser().absolute()
+    _check_data_dir(path, origin)
+    return path
+
+
+def _check_data_dir(path: Path, origin: str) -> None:
+    """Raise `ConfigError` unless `path` is a writable folder, or can be created as one."""
+    fix = "pass --data-dir DIR (or set AGENTD_DATA_DIR) naming a folder agentd can create and write"
+    existing = path
+    while True:
+        try:
+            mode = existing.stat().st_mode
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            if existing.parent == existing:
+                return
+            existing = existing.parent
+        except OSError as exc:
+            raise ConfigError(
+                f"data dir {path} ({origin}): cannot inspect {existing} ({exc.strerror or exc}); {fix}"
+            ) from None
+    where = f"data dir {path} ({origin})" + ("" if existing == path else f" cannot be created: {existing}")
+    if not stat.S_ISDIR(mode):
+        raise ConfigError(f"{where} is not a directory; {fix}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{where} is not writable; {fix}")
 
 
 def new_session_id() -> str:

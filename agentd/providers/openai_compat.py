@@ -20,6 +20,8 @@ Choices:
   truncated (kept out of `content`, id in `truncated_tool_use_ids`, never run); otherwise it becomes a tool_use
   whose input is `{"_invalid_json": "<raw arguments>"}`, so the tool's input validation answers the model with an
   `is_error` result, and the raw text goes back unchanged as `arguments` in later requests.
+- A tool call without an `id` (some local servers omit it) gets `call_gen_<instance>_<n>`, counted per provider
+  instance like the `call_text_` ids below, so generated ids never repeat across the replies of a session.
 - Lenient fallback (`tool_calls_as_text` servers): a reply without `tool_calls` whose whole content is one fenced
   ```json block or a bare JSON object `{"name": <offered tool>, "arguments"|"parameters"|"input": {...}}` (or a
   list of such objects) becomes tool_use blocks with ids `call_text_<instance>_<n>`; a name that is not an offered tool leaves
@@ -280,7 +282,9 @@ class ChatAccumulator:
 
     `feed(chunk)` returns the `text_delta` events to show; `finish()` builds the response and its `block_done`
     events. `tool_names` are the offered tools (for the lenient fallback); `next_text_call_id` numbers
-    `call_text_<instance>_<n>` ids (unique per provider instance).
+    `call_text_<instance>_<n>` ids and `next_gen_call_id` the `call_gen_<instance>_<n>` ids given to tool calls
+    the server sent without an id (both counters live on the provider, so ids are unique per provider instance
+    and never restart per reply).
     """
 
     def __init__(
@@ -288,6 +292,7 @@ class ChatAccumulator:
         tool_names: Collection[str] = (),
         next_text_call_id: Iterator[int] | None = None,
         text_call_prefix: str | None = None,
+        next_gen_call_id: Iterator[int] | None = None,
     ) -> None:
         self.id = ""
         self.model = ""
@@ -301,6 +306,7 @@ class ChatAccumulator:
         self._calls: dict[int, dict[str, Any]] = {}
         self._tool_names = tool_names
         self._next_text_call_id = next_text_call_id or itertools.count(1)
+        self._next_gen_call_id = next_gen_call_id or itertools.count(1)
         # Unique per provider instance, so ids stay unique across restarts and resumes of one session.
         self.text_call_prefix = text_call_prefix or secrets.token_hex(4)
 
@@ -358,8 +364,8 @@ class ChatAccumulator:
         stop_reason = FINISH_REASONS.get(self.finish_reason or "", self.finish_reason or "end_turn")
         blocks: list[dict[str, Any]] = []
         truncated: list[str] = []
-        for n, (_, state) in enumerate(sorted(self._calls.items()), start=1):
-            call_id = state["id"] or f"call_gen_{n}"
+        for _, state in sorted(self._calls.items()):
+            call_id = state["id"] or f"call_gen_{self.text_call_prefix}_{next(self._next_gen_call_id)}"
             source = "".join(state["args"])
             try:
                 tool_input = json.loads(source) if source.strip() else {}
@@ -441,7 +447,8 @@ class OpenAICompatProvider:
         self._timeout_s = timeout_s
         self._client: Any = None
         self._text_call_ids = itertools.count(1)
-        self.text_call_prefix = secrets.token_hex(4)  # call_text ids stay unique across resumes
+        self._gen_call_ids = itertools.count(1)  # for tool calls that came without an id
+        self.text_call_prefix = secrets.token_hex(4)  # call_text / call_gen ids stay unique across resumes
         self._service = (
             "OpenAI" if is_official_openai(base_url) else f"The OpenAI-compatible server at {base_url}"
         )
@@ -474,7 +481,9 @@ class OpenAICompatProvider:
         import openai
 
         client = self._get_client()
-        acc = ChatAccumulator([t["name"] for t in request.tools], self._text_call_ids, self.text_call_prefix)
+        acc = ChatAccumulator(
+            [t["name"] for t in request.tools], self._text_call_ids, self.text_call_prefix, self._gen_call_ids
+        )
         try:
             chunks = await cast(Any, client.chat.completions).create(**self.body(request), stream=True)
             async with chunks:

@@ -62,6 +62,10 @@ def load_scenario(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"scenario {p}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8 JSON"
+        ) from None
     except FileNotFoundError:
         raise ConfigError(f"scenario {p}: file not found; pass the path of a scenario JSON file") from None
     except OSError as exc:
@@ -75,6 +79,8 @@ def load_scenario(path: str | Path) -> dict[str, Any]:
             else ""
         )
         raise ConfigError(f"scenario {p}: not valid JSON{where}") from None
+    except RecursionError:
+        raise ConfigError(f"scenario {p}: JSON nested too deeply to read; flatten it") from None
     return check_scenario(data, str(p))
 
 

@@ -67,6 +67,34 @@ def with_(**changes: Any) -> dict[str, Any]:
     return {**DEFAULTS, **changes}
 
 
+WHY = "a workspace config comes with the code it sits in"
+
+
+def _instead(user_dir: Path) -> str:
+    return f"set it in your user config ({user_dir / 'config.toml'}) or in the editor's settings instead"
+
+
+def endpoint_ignored(path: Path, key: str, user_dir: Path) -> str:
+    return (
+        f"{path}: '{key}' ignored: {WHY}, so it may not choose the provider, its URL or the variable holding "
+        f"its API key; {_instead(user_dir)}"
+    )
+
+
+def accept_edits_ignored(path: Path, key: str, user_dir: Path) -> str:
+    return (
+        f"{path}: permissions.{key} = 'acceptEdits' ignored: {WHY}, so it may not turn on automatic approval "
+        f"of edits; {_instead(user_dir)}"
+    )
+
+
+def allow_rule_ignored(path: Path, index: int, tool: str, user_dir: Path) -> str:
+    return (
+        f"{path}: permissions.rules[{index}] (tool '{tool}', action 'allow') ignored: {WHY}, so it may add "
+        f"'ask' and 'deny' rules only; {_instead(user_dir)}"
+    )
+
+
 def test_defaults(user_dir: Path, workspace: Path) -> None:
     assert user_config_path() == user_dir / "config.toml"
     warnings: list[str] = []
@@ -131,11 +159,11 @@ def test_workspace_may_not_set_provider_endpoint_key_allow_rules_or_accept_edits
         },
     )
     assert warnings == [
-        f"{path}: 'provider' may only be set in the user config or by the editor; ignored",
-        f"{path}: 'base_url' may only be set in the user config or by the editor; ignored",
-        f"{path}: 'api_key_env' may only be set in the user config or by the editor; ignored",
-        f"{path}: permissions.default_mode = 'acceptEdits' is not allowed here; ignored",
-        f"{path}: 'allow' rules are not allowed in a workspace config; ignored",
+        endpoint_ignored(path, "provider", user_dir),
+        endpoint_ignored(path, "base_url", user_dir),
+        endpoint_ignored(path, "api_key_env", user_dir),
+        accept_edits_ignored(path, "default_mode", user_dir),
+        allow_rule_ignored(path, 0, "write_file", user_dir),
     ]
 
 
@@ -148,9 +176,9 @@ def test_workspace_restrictions_hold_for_camel_case_spellings(user_dir: Path, wo
     settings = load_settings(workspace, warnings=warnings)
     assert settings.model_dump() == DEFAULTS
     assert warnings == [
-        f"{path}: 'base_url' may only be set in the user config or by the editor; ignored",
-        f"{path}: 'api_key_env' may only be set in the user config or by the editor; ignored",
-        f"{path}: permissions.default_mode = 'acceptEdits' is not allowed here; ignored",
+        endpoint_ignored(path, "baseUrl", user_dir),
+        endpoint_ignored(path, "apiKeyEnv", user_dir),
+        accept_edits_ignored(path, "defaultMode", user_dir),
     ]
 
 
@@ -158,7 +186,7 @@ def test_workspace_accept_edits_alone_is_ignored(user_dir: Path, workspace: Path
     path = write_workspace(workspace, '[permissions]\ndefault_mode = "acceptEdits"\n')
     warnings: list[str] = []
     assert load_settings(workspace, warnings=warnings).model_dump() == DEFAULTS
-    assert warnings == [f"{path}: permissions.default_mode = 'acceptEdits' is not allowed here; ignored"]
+    assert warnings == [accept_edits_ignored(path, "default_mode", user_dir)]
 
 
 def test_workspace_may_set_read_only_and_other_settings(user_dir: Path, workspace: Path) -> None:

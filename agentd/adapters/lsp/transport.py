@@ -16,7 +16,9 @@ import json
 import logging
 import os
 import secrets
+import selectors
 import signal
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -71,19 +73,29 @@ class StreamWriterAdapter:
 
 
 class ThreadReader:
-    """A stdin reader for inputs `connect_read_pipe` refuses (regular files): a daemon thread feeds a queue."""
+    """A stdin reader for inputs the event loop cannot watch (/dev/null, regular files, a closed fd): a daemon
+    thread reads the fd with `os.read` (never the buffered `sys.stdin`, whose lock a blocked daemon thread would
+    hold at interpreter exit) and feeds the reader; end of input or a read error is fed as end of input."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, fd: int) -> None:
         self._reader = asyncio.StreamReader(limit=HEADER_LIMIT)
         loop = asyncio.get_running_loop()
 
         def pump() -> None:
-            while True:
-                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
-                if not chunk:
-                    loop.call_soon_threadsafe(self._reader.feed_eof)
-                    return
-                loop.call_soon_threadsafe(self._reader.feed_data, chunk)
+            try:
+                while True:
+                    try:
+                        chunk = os.read(fd, 65536)
+                    except InterruptedError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        loop.call_soon_threadsafe(self._reader.feed_eof)
+                        return
+                    loop.call_soon_threadsafe(self._reader.feed_data, chunk)
+            except RuntimeError:  # the loop is closed: the server has ended
+                return
 
         threading.Thread(target=pump, name="agentd-stdin", daemon=True).start()
 
@@ -156,6 +168,25 @@ def _route_pygls_logs() -> None:
 # ---- stdio ---------------------------------------------------------------------------------------
 
 
+TTY_HINT = (
+    "agentd: serving LSP on stdin/stdout for an editor; for the terminal use "
+    '"agentd run --prompt TEXT" or "agentd demo" (Ctrl-C to quit)\n'
+)
+
+
+def _tty_hint() -> None:
+    """Started by hand in a terminal (stdin is a tty): say on stderr what this mode is, since it waits silently
+    for LSP frames. Never on stdout, which carries frames only (§3.4)."""
+    try:
+        interactive = sys.stdin is not None and os.isatty(sys.stdin.fileno())
+    except (OSError, ValueError):
+        interactive = False
+    if interactive:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(TTY_HINT)
+            sys.stderr.flush()
+
+
 def _frames_fd() -> int:
     """Move the real stdout aside for frames; fd 1 and sys.stdout then write to stderr (§3.4)."""
     sys.stdout.flush()
@@ -165,14 +196,44 @@ def _frames_fd() -> int:
     return fd
 
 
+def _pollable(fd: int) -> bool:
+    """True if the event loop can watch `fd` (a pipe, a socket, a terminal). False for what epoll refuses
+    (/dev/null and other character devices: EPERM; regular files) and for a closed fd; those are read by a
+    thread instead. Probed with a throwaway selector of the loop's kind, because `connect_read_pipe` accepts
+    any character device and only fails later, inside the loop, where the error cannot be caught."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    probe = selectors.DefaultSelector()
+    try:
+        probe.register(fd, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 async def _stdin_reader() -> asyncio.StreamReader:
-    loop = asyncio.get_running_loop()
+    """A reader of fd 0: through the event loop when it can watch it, else through a `ThreadReader`."""
+    stdin = sys.stdin
     reader = asyncio.StreamReader(limit=HEADER_LIMIT)
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # started with fd 0 closed (`agentd <&-`): no input at all
+        reader.feed_eof()
+        return reader
+    if not _pollable(fd):
+        return ThreadReader(fd).reader
+    loop = asyncio.get_running_loop()
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin.buffer)
         return reader
     except (ValueError, OSError):
-        return ThreadReader(sys.stdin.buffer).reader
+        return ThreadReader(fd).reader
 
 
 async def _serve_stdio(daemon: Daemon, fd: int) -> int:
@@ -267,6 +328,7 @@ def serve(daemon: Daemon, *, socket_path: str | None = None, port: int | None = 
     """Run the LSP adapter until the client exits (stdio) or SIGTERM / idle (sockets); the exit code."""
     _route_pygls_logs()
     if socket_path is None and port is None:
+        _tty_hint()
         fd = _frames_fd()
         return asyncio.run(_serve_stdio(daemon, fd))
     token_path = _write_token(daemon, port) if port is not None else None

@@ -26,9 +26,20 @@ def main(argv: list[str] | None = None) -> int:
         "--lenient", action="store_true", help="turn off the strict first-message/alternation rules"
     )
     args = parser.parse_args(argv)
-    emu = Emulator(
-        api=args.api, scenario=args.scenario, flavour=args.flavour, strict=not args.lenient, port=args.port
-    )
+    try:
+        emu = Emulator(
+            api=args.api,
+            scenario=args.scenario,
+            flavour=args.flavour,
+            strict=not args.lenient,
+            port=args.port,
+        )
+    except (ValueError, RecursionError) as exc:  # a bad scenario: one line, never a traceback
+        message = str(exc)
+        if args.scenario is not None and args.scenario not in message:
+            message = f"scenario {args.scenario}: {message.removeprefix('scenario: ')}"
+        sys.stderr.write(f"{parser.prog}: {message}\n")
+        return 2
     done = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

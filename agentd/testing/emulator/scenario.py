@@ -120,8 +120,12 @@ def _normalize_block(block: Any) -> dict[str, Any]:
         return {"type": "text", "text": str(block["text"])}
     if isinstance(block, dict) and "tool_use" in block:
         tu = block["tool_use"]
+        if not isinstance(tu, dict) or not isinstance(tu.get("name"), str):
+            raise ValueError(f"scenario: tool_use {tu!r} must be an object with a string 'name'")
         return {"type": "tool_use", "name": tu["name"], "input": tu.get("input", {}), "id": tu.get("id")}
     if isinstance(block, dict) and block.get("type") == "tool_use":
+        if not isinstance(block.get("name"), str):
+            raise ValueError(f"scenario: tool_use block {block!r} needs a string 'name'")
         return {
             "type": "tool_use",
             "name": block["name"],
@@ -135,16 +139,41 @@ def normalize_answer(answer: Any, index: int) -> dict[str, Any]:
     """One answer with its `fault` object merged in and its reply blocks normalized; raises ValueError."""
     if not isinstance(answer, dict):
         raise ValueError(f"scenario: answer {index} must be an object, got {answer!r}")
+    fault = answer.get("fault") or {}
+    if not isinstance(fault, dict):
+        raise ValueError(f"scenario: answer {index} has a fault that is not an object: {fault!r}")
     out = {k: v for k, v in answer.items() if k != "fault"}
-    out.update(answer.get("fault") or {})
+    out.update(fault)
     unknown = sorted(set(out) - ANSWER_KEYS)
     if unknown:
         raise ValueError(f"scenario: answer {index} has unknown keys {unknown}")
     reply = out.get("reply", [])
+    if not isinstance(reply, (str, list)):
+        raise ValueError(
+            f"scenario: answer {index} has a reply that is neither a list nor a string: {reply!r}"
+        )
     out["reply"] = [_normalize_block(b) for b in ([reply] if isinstance(reply, str) else reply)]
     if "hold_after_events" in out and "gate" not in out:
         raise ValueError(f"scenario: answer {index} has hold_after_events without gate")
     return out
+
+
+def _read_scenario_file(path: Path) -> Any:
+    """The JSON of a scenario file; raises ValueError with one line naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"scenario {path}: not valid UTF-8 (byte {exc.start})") from None
+    except OSError as exc:
+        raise ValueError(f"scenario {path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"scenario {path}: not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg})"
+        ) from None
+    except RecursionError:
+        raise ValueError(f"scenario {path}: JSON nested too deeply") from None
 
 
 def load_scenario(source: Any) -> dict[str, Any]:
@@ -152,7 +181,7 @@ def load_scenario(source: Any) -> dict[str, Any]:
     if source is None:
         data: Any = {"answers": []}
     elif isinstance(source, (str, Path)):
-        data = json.loads(Path(source).read_text(encoding="utf-8"))
+        data = _read_scenario_file(Path(source))
     else:
         data = json.loads(json.dumps(source))  # a private copy, and proof it is JSON
     if isinstance(data, list):
@@ -164,7 +193,10 @@ def load_scenario(source: Any) -> dict[str, Any]:
         raise ValueError(f"scenario: unknown keys {unknown}")
     if data.get("flavour", "openai") not in ("openai", "deepseek", "moonshot-legacy", "none"):
         raise ValueError(f"scenario: unknown flavour {data['flavour']!r}")
-    data["answers"] = [normalize_answer(a, i + 1) for i, a in enumerate(data.get("answers") or [])]
+    answers = data.get("answers") or []
+    if not isinstance(answers, list):
+        raise ValueError(f"scenario: 'answers' must be a list of answers, got {answers!r}")
+    data["answers"] = [normalize_answer(a, i + 1) for i, a in enumerate(answers)]
     return data
 
 
