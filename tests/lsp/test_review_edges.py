@@ -54,3 +54,44 @@ def test_notification_with_an_id_and_object_cancel_id(tmp_path: Path) -> None:
         "message": "initialized is a notification; send it without an id.",
         "data": {"name": "InvalidRequest"},
     }
+
+
+def test_a_second_daemon_never_takes_over_a_live_socket(tmp_path: Path) -> None:
+    """C06 class: a second `agentd --socket PATH` used to replace the live socket silently."""
+    import socket as sockets
+
+    env = {**os.environ, "AGENTD_DATA_DIR": str(tmp_path / "data")}
+    path = str(tmp_path / "a.sock")
+    first = subprocess.Popen(
+        [sys.executable, "-m", "agentd", "--socket", path, "--exit-when-idle", "30"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        import time as _time
+
+        deadline, ready = _time.monotonic() + 20, False  # readiness poll with a deadline
+        while not ready and _time.monotonic() < deadline and first.poll() is None:
+            with sockets.socket(sockets.AF_UNIX) as probe:
+                ready = probe.connect_ex(path) == 0
+        assert ready, "the first daemon never listened"
+        second = subprocess.run(
+            [sys.executable, "-m", "agentd", "--socket", path],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+        with sockets.socket(sockets.AF_UNIX) as probe:
+            probe.connect(path)  # the first daemon still answers on it
+    finally:
+        first.terminate()
+        first.wait(timeout=20)
+    assert (second.returncode, second.stderr) == (
+        2,
+        f"agentd: --socket {path}: another agentd is serving this socket; connect to it, stop it, or choose "
+        "another path\n",
+    )

@@ -18,6 +18,7 @@ import os
 import secrets
 import selectors
 import signal
+import socket
 import stat
 import sys
 import threading
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 
 from agentd.adapters.lsp.host import Daemon
 from agentd.adapters.lsp.server import AgentdLanguageServer, make_server
+from agentd.errors import ConfigError
 from agentd.protocol import errors as perr
 
 log = logging.getLogger("agentd.lsp.transport")
@@ -258,7 +260,7 @@ async def _serve_stdio(daemon: Daemon, fd: int) -> int:
 
 
 async def _serve_sockets(
-    daemon: Daemon, *, socket_path: str | None, port: int | None, idle_s: float | None
+    daemon: Daemon, *, socket_path: str | None, port: int | None, idle_s: float | None, written: list[Path]
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -284,15 +286,26 @@ async def _serve_sockets(
             writer.close()
 
     if socket_path is not None:
+        _refuse_live_socket(socket_path)
         old = os.umask(0o177)
         try:
             srv = await asyncio.start_unix_server(handle, path=socket_path, limit=HEADER_LIMIT)
+        except OSError as exc:
+            raise ConfigError(f"--socket {socket_path}: cannot listen there ({exc.strerror})") from None
         finally:
             os.umask(old)
         os.chmod(socket_path, 0o600)
         log.info("listening on %s", socket_path)
     else:
-        srv = await asyncio.start_server(handle, "127.0.0.1", port, limit=HEADER_LIMIT)
+        try:
+            srv = await asyncio.start_server(handle, "127.0.0.1", port, limit=HEADER_LIMIT)
+        except OSError as exc:
+            raise ConfigError(
+                f"--tcp {port}: cannot listen on 127.0.0.1:{port} ({exc.strerror}); is another agentd using "
+                "it? Stop it or choose another port"
+            ) from None
+        assert port is not None
+        written.append(_write_token(daemon, port))  # only once the port is ours: never clobber a live one
         log.info("listening on 127.0.0.1:%s", port)
     arm_idle()
     async with srv:
@@ -305,6 +318,23 @@ async def _serve_sockets(
     return 0
 
 
+def _refuse_live_socket(path: str) -> None:
+    """A socket file another live agentd serves is never replaced (asyncio would unlink it silently)."""
+    if not os.path.exists(path):
+        return
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(path)
+    except OSError:
+        return  # stale: nobody listens, asyncio replaces it
+    finally:
+        probe.close()
+    raise ConfigError(
+        f"--socket {path}: another agentd is serving this socket; connect to it, stop it, or choose another path"
+    )
+
+
 def _write_token(daemon: Daemon, port: int) -> Path:
     from agentd.persistence.paths import ensure_dir, open_private, write_all
 
@@ -312,7 +342,7 @@ def _write_token(daemon: Daemon, port: int) -> Path:
     path = daemon.data_dir.root / f"tcp-{port}.token"
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    token = secrets.token_urlsafe(32)
+    token = daemon.tcp_token or secrets.token_urlsafe(32)
     fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         write_all(fd, token.encode("ascii"))
@@ -331,10 +361,14 @@ def serve(daemon: Daemon, *, socket_path: str | None = None, port: int | None = 
         _tty_hint()
         fd = _frames_fd()
         return asyncio.run(_serve_stdio(daemon, fd))
-    token_path = _write_token(daemon, port) if port is not None else None
+    if port is not None:  # the token is checked from the first connection on; its file is written after bind
+        daemon.tcp_token = secrets.token_urlsafe(32)
+    written: list[Path] = []
     try:
-        return asyncio.run(_serve_sockets(daemon, socket_path=socket_path, port=port, idle_s=idle_s))
+        return asyncio.run(
+            _serve_sockets(daemon, socket_path=socket_path, port=port, idle_s=idle_s, written=written)
+        )
     finally:
-        if token_path is not None:
+        for token_path in written:
             with contextlib.suppress(OSError):
                 token_path.unlink()
