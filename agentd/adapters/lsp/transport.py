@@ -111,6 +111,7 @@ async def read_frames(reader: asyncio.StreamReader, server: AgentdLanguageServer
     protocol = server.protocol
     while server.conn.state != "closed":
         headers: dict[str, str] = {}
+        header_bytes = 0
         while True:
             try:
                 line = await reader.readline()
@@ -121,6 +122,10 @@ async def read_frames(reader: asyncio.StreamReader, server: AgentdLanguageServer
                 return EOF
             if line in (b"\r\n", b"\n"):
                 break
+            header_bytes += len(line)
+            if header_bytes > HEADER_LIMIT:  # endless header lines: a framing error, not unbounded memory
+                log.error("the header block is longer than %d bytes; ending the connection", HEADER_LIMIT)
+                return FATAL
             name, _, value = line.decode("ascii", "replace").partition(":")
             headers[name.strip().lower()] = value.strip()
         length = headers.get("content-length", "")
