@@ -64,6 +64,10 @@ class EditorBridge(Protocol):
         (`note`: text for the model, e.g. that it is not saved yet). `(False, reason)`: not applied."""
         ...
 
+    def unsaved_paths(self) -> list[str]:
+        """Paths with agentd edits applied in the editor but not saved to disk yet (PROTOCOL.md §8.2)."""
+        ...
+
 
 @dataclass
 class ToolContext:

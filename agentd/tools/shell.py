@@ -304,7 +304,11 @@ class RunCommand(Tool):
             raise
         finally:
             reader.close()
-        return self._result(args, capture, code, timed_out, timeout)
+        out = self._result(args, capture, code, timed_out, timeout)
+        unsaved = ctx.editor.unsaved_paths() if ctx.editor is not None else []
+        if unsaved:  # the command saw the disk, not the editor's buffers (CONTRACTS.md §11)
+            out.content += f"\n[not saved to disk yet: {', '.join(unsaved)}]"
+        return out
 
     @staticmethod
     async def _reap(proc: subprocess.Popen[bytes]) -> int:

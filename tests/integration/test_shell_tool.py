@@ -221,3 +221,26 @@ async def test_descendants_that_leave_the_group_are_killed_too(tmp_path) -> None
     while any(alive(p) for p in pids) and loop.time() < deadline:
         await _asyncio.sleep(0)
     assert (out.is_error, len(pids), [p for p in pids if alive(p)]) == (True, 2, [])
+
+
+async def test_run_command_lists_files_with_unsaved_agentd_edits(tmp_path) -> None:
+    """CONTRACTS §11: a command reads the disk, so the model is told which editor edits are not saved."""
+    import os as _os
+
+    from agentd.tools.base import ToolContext
+    from agentd.tools.shell import RunCommand
+
+    class Editor:
+        async def apply_edit(self, *a, **k):  # pragma: no cover - not used here
+            return None
+
+        def unsaved_paths(self) -> list[str]:
+            return [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+
+    ctx = ToolContext(root=tmp_path, env=dict(_os.environ), editor=Editor())
+    tool = RunCommand()
+    out = await tool.run(tool.Input.model_validate({"command": "echo hi"}), ctx)
+    assert (
+        out.content
+        == f"hi\n[exit code 0]\n[not saved to disk yet: {tmp_path / 'a.txt'}, {tmp_path / 'b.txt'}]"
+    )

@@ -96,6 +96,10 @@ class Editor:
         self._docs = docs
         self._caps = caps
 
+    def unsaved_paths(self) -> list[str]:
+        """Real paths with agentd edits applied in the editor and not saved yet (no `didSave` since)."""
+        return sorted(self._docs.unsaved)
+
     async def apply_edit(
         self, path: Path, old_text: str | None, new_text: str, label: str = ""
     ) -> tuple[bool, str | None] | None:
