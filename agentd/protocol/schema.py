@@ -27,6 +27,15 @@ from agentd.protocol import errors, methods
 
 # The modules whose models and aliases cross the wire, in a fixed order (the output is sorted anyway).
 MODULES = ("agentd.protocol.session", "agentd.protocol.updates", "agentd.protocol.approvals")
+# Fields whose Python model stays loose but whose wire type is known: (model, wire property) -> its schema
+# in the export (a `$ref` to an alias joins the alias to `$defs`). `SessionNotification.update` is a plain
+# dict so that the envelope never rejects an update variant; every variant agentd sends is
+# `agentd.protocol.updates.SessionUpdate`. The tool call of a permission request has the shapes of §7.3.
+REFINED: dict[tuple[str, str], dict[str, Any]] = {
+    ("SessionNotification", "update"): {"$ref": "#/$defs/SessionUpdate"},
+    ("ToolCallSummary", "content"): {"type": "array", "items": {"$ref": "#/$defs/ToolCallContent"}},
+    ("ToolCallSummary", "locations"): {"type": "array", "items": {"$ref": "#/$defs/ToolCallLocation"}},
+}
 REPO = Path(__file__).resolve().parents[2]
 TS_PATH = REPO / "editor-clients" / "vscode" / "src" / "protocol.ts"
 LUA_PATH = REPO / "editor-clients" / "nvim" / "lua" / "agentd" / "protocol.lua"
@@ -77,7 +86,14 @@ def json_schema() -> dict[str, Any]:
     ]
     inputs += [(("alias", n), mode, TypeAdapter(a)) for n, a in aliases.items()]
     mapping, top = TypeAdapter.json_schemas(inputs, ref_template="#/$defs/{model}", by_alias=True)
-    defs = dict(sorted(top.get("$defs", {}).items()))
+    defs = top.get("$defs", {})
+    for (model, prop), refined in REFINED.items():
+        node = defs[model]["properties"][prop]
+        defs[model]["properties"][prop] = {**refined, **{k: v for k, v in node.items() if k == "description"}}
+        target = str(refined.get("$ref") or refined.get("items", {}).get("$ref", "")).rsplit("/", 1)[-1]
+        if target and target not in defs:  # an alias: its schema joins $defs so that the $ref resolves
+            defs[target] = mapping[(("alias", target), "validation")]
+    defs = dict(sorted(defs.items()))
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "agentd protocol",
@@ -108,7 +124,8 @@ def _ts_literal(value: Any) -> str:
 
 def _ts_type(s: dict[str, Any], *, drop_null: bool = False) -> str:
     """The TypeScript type of one JSON Schema node. `drop_null`: the field is optional and agentd omits
-    it rather than sending `null` (PROTOCOL.md §2), so `X | null` becomes `X`."""
+    it rather than sending `null` (PROTOCOL.md §2), so `X | null` becomes `X` (unless the field is marked
+    `x-nullable`: `null` means something there, e.g. a cleared title)."""
     if "$ref" in s:
         return str(s["$ref"]).rsplit("/", 1)[-1]
     if "const" in s:
@@ -161,7 +178,7 @@ def _ts_members(s: dict[str, Any], *, inline: bool = False) -> list[str]:
     out = []
     for name, prop in s.get("properties", {}).items():
         optional = name not in required
-        ts = _ts_type(prop, drop_null=optional)
+        ts = _ts_type(prop, drop_null=optional and not prop.get("x-nullable"))
         member = f"{_ts_key(name)}{'?' if optional else ''}: {ts};"
         if inline:
             out.append(member)

@@ -4,10 +4,13 @@ turns the JSON Schema export into the TypeScript and Lua it promises."""
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
-from agentd.protocol import methods, schema
+from agentd.protocol import methods, schema, updates
 
 
 def test_committed_protocol_files_are_current() -> None:
@@ -80,3 +83,122 @@ def test_json_schema_export_lists_models_aliases_methods_and_errors() -> None:
     assert {"ContentBlock", "StopReason"} <= set(doc["x-aliases"])
     assert [m["name"] for m in doc["x-methods"]] == [m.name for m in methods.METHODS]
     assert doc["x-errors"]["SessionLocked"] == -32012
+
+
+# ---- session updates (PROTOCOL.md §7.2) ----------------------------------------------------------------
+
+_BUILT = [
+    (updates.agent_message_chunk("msg_01", "Looking at"), updates.AgentMessageChunk),
+    (updates.agent_message_chunk("msg_02", "Again", retracts="msg_01"), updates.AgentMessageChunk),
+    (updates.tool_call("toolu_01", "Read CHANGELOG.md", "read", {"path": "CHANGELOG.md"}), updates.ToolCall),
+    (updates.tool_call("toolu_09", "nope", "other", None, status="failed"), updates.ToolCall),
+    (updates.tool_call_update("toolu_01", "in_progress"), updates.ToolCallUpdate),
+    (
+        updates.tool_call_update(
+            "toolu_03",
+            "completed",
+            content=[
+                {"type": "diff", "path": "/p/CHANGELOG.md", "oldText": None, "newText": "# Changelog\n"},
+                {"type": "content", "content": {"type": "text", "text": "ok"}},
+            ],
+            rawOutput={"bytes": 12, "appliedVia": "disk"},
+            locations=[{"path": "/p/CHANGELOG.md", "line": 1}],
+            meta={"decidedBy": "user"},
+        ),
+        updates.ToolCallUpdate,
+    ),
+    (
+        updates.tool_call_update("toolu_04", "failed", meta={"cancelled": True, "decidedBy": "cancel"}),
+        updates.ToolCallUpdate,
+    ),
+    (
+        updates.plan([{"content": "Fix the parser bug", "priority": "medium", "status": "completed"}], "{}"),
+        updates.Plan,
+    ),
+    (updates.plan([], '{"todos":[]}'), updates.Plan),
+    (
+        updates.usage_update({"inputTokens": 3, "outputTokens": 96}, {"costUsd": 0.1}, "[turn]"),
+        updates.UsageUpdate,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("built", "model"), _BUILT, ids=[f"{m.__name__}-{i}" for i, (_, m) in enumerate(_BUILT)]
+)
+def test_every_builder_output_validates_against_its_model(built: dict[str, Any], model: type) -> None:
+    parsed = TypeAdapter(updates.SessionUpdate).validate_python(built)
+    assert type(parsed) is model
+    assert parsed.wire() == {k: v for k, v in built.items() if v is not None} | (
+        {"content": [{k: v for k, v in c.items() if v is not None} for c in built["content"]]}
+        if "content" in built and isinstance(built["content"], list)
+        else {}
+    )
+
+
+@pytest.mark.parametrize(
+    ("built", "model"), _BUILT, ids=[f"{m.__name__}-{i}" for i, (_, m) in enumerate(_BUILT)]
+)
+def test_what_the_lsp_bridge_sends_validates_against_the_same_model(
+    built: dict[str, Any], model: type
+) -> None:
+    from agentd.adapters.lsp.bridge import SessionBridge
+
+    bridge = SessionBridge()
+    bridge.emit(updates.tool_call("toolu_03", "Write x", "edit", {}))  # so terminal updates know the title
+    wire = bridge.wire_update(built)
+    assert type(TypeAdapter(updates.SessionUpdate).validate_python(wire)) is model
+    if model is updates.AgentMessageChunk:
+        assert wire["messageId"] == built["_meta"]["agentd"]["messageId"]
+    if model is updates.UsageUpdate:
+        assert {"used", "size"} <= set(wire)
+
+
+def _protocol_md_updates() -> list[dict[str, Any]]:
+    text = (schema.REPO / "docs" / "design" / "PROTOCOL.md").read_text(encoding="utf-8")
+    section = text[text.index("### 7.2 Variants") : text.index("### 7.3 Tool calls")]
+    section += text[text.index("### 7.6 A complete turn") : text.index("## 8. Editor integration")]
+    found = []
+    for line in section.splitlines():
+        start = line.find('{"sessionUpdate"')
+        if start != -1 and line.rstrip().endswith("}"):  # one-line examples; the rest are json blocks
+            found.append(json.loads(line[start:]))
+    for block in re.findall(r"```json\n(\{\"sessionUpdate\".*?)```", section, re.S):
+        found.append(json.loads(block))
+    return found
+
+
+def test_every_update_example_of_protocol_md_validates() -> None:
+    examples = _protocol_md_updates()
+    adapter = TypeAdapter(updates.SessionUpdate)
+    kinds = {type(adapter.validate_python(e)).__name__ for e in examples}
+    assert kinds == {
+        "AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk", "ToolCall", "ToolCallUpdate", "Plan",
+        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate",
+    }  # fmt: skip
+
+
+def test_unknown_properties_and_meta_are_kept() -> None:
+    u = updates.UsageUpdate.model_validate(
+        {"sessionUpdate": "usage_update", "used": 1, "size": 2, "future": True, "_meta": {"agentd": {"x": 1}}}
+    )
+    assert u.wire() == {"sessionUpdate": "usage_update", "used": 1, "size": 2, "future": True,
+                        "_meta": {"agentd": {"x": 1}}}  # fmt: skip
+
+
+def test_typescript_types_the_update_union() -> None:
+    ts = schema.typescript()
+    assert "  update: SessionUpdate;" in ts
+    union = next(ln for ln in ts.splitlines() if ln.startswith("export type SessionUpdate = "))
+    assert union.split(" = ", 1)[1].rstrip(";").split(" | ") == [
+        "AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk", "ToolCall", "ToolCallUpdate", "Plan",
+        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate",
+    ]  # fmt: skip
+    assert '  sessionUpdate: "tool_call_update";' in ts
+    info = ts[ts.index("export interface SessionInfoUpdate {") :].split("}\n", 1)[0]
+    assert "  title?: string | null;" in info  # null clears the title (x-nullable), unlike other optionals
+    doc = schema.json_schema()
+    assert doc["$defs"]["SessionNotification"]["properties"]["update"] == {"$ref": "#/$defs/SessionUpdate"}
+    assert "SessionUpdate" in doc["$defs"]
+    summary = ts[ts.index("export interface ToolCallSummary {") :].split("}\n", 1)[0]
+    assert "  content?: ToolCallContent[];" in summary  # the §7.3 shapes in a permission request too

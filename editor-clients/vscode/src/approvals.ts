@@ -10,7 +10,7 @@ import { CancellationToken } from "vscode-languageclient";
 import { DiffStore } from "./diffs";
 import { e2eLog } from "./e2eLog";
 import type { RequestPermissionParams, RequestPermissionResponse } from "./protocol";
-import { agentdMeta, diffStats, isDiff, isWrapped, ToolCallContent } from "./updates";
+import { agentdMeta, diffStats, isDiff, isWrapped } from "./updates";
 
 interface Button extends vscode.MessageItem {
   kind: "allow_once" | "allow_always" | "reject_once";
@@ -33,7 +33,7 @@ export function describe(params: RequestPermissionParams): { message: string; de
   if (typeof meta.description === "string") {
     lines.push(meta.description);
   }
-  for (const c of (call.content ?? []) as ToolCallContent[]) {
+  for (const c of call.content ?? []) {
     if (isDiff(c)) {
       const { added, removed } = diffStats(c.oldText, c.newText);
       const where = vscode.workspace.asRelativePath(c.path, false);
@@ -60,7 +60,7 @@ export class Approvals {
 
   async handle(params: RequestPermissionParams, token: CancellationToken): Promise<RequestPermissionResponse> {
     const call = params.toolCall;
-    const diff = ((call.content ?? []) as ToolCallContent[]).find(isDiff);
+    const diff = (call.content ?? []).find(isDiff);
     if (diff) {
       this.diffs.put(call.toolCallId, diff.path, diff.oldText, diff.newText);
       await this.diffs.open(call.toolCallId, { preserveFocus: true, pinned: true });

@@ -1,11 +1,13 @@
 // The chat webview view: the transcript of the active session (streamed text, thoughts, tool-call cards)
-// and a prompt box. The webview only renders; the transcript lives in the extension host (transcript.ts),
-// which sends it whole on (re)load and as changes afterwards. Content Security Policy: no network, scripts
-// only with this page's nonce.
+// and a prompt box. The webview only renders (its script is webview/chat.js, inlined with the page's
+// nonce); the transcript lives in the extension host (transcript.ts), which sends it whole on (re)load and
+// as changes afterwards, a streamed chunk as its text alone (`append`). Content Security Policy: no
+// network, scripts only with this page's nonce.
 
 import * as crypto from "crypto";
 import * as vscode from "vscode";
 import { Change, Item } from "./transcript";
+import script from "./webview/chat.js" with { type: "text" };
 
 /** What the webview sends. */
 export type FromWebview =
@@ -54,7 +56,13 @@ export class ChatView implements vscode.WebviewViewProvider {
 
   apply(changes: Change[]): void {
     for (const c of changes) {
-      void this.view?.webview.postMessage(c.op === "upsert" ? { type: "upsert", item: c.item } : { type: "remove", ids: c.ids });
+      const msg =
+        c.op === "upsert"
+          ? { type: "upsert", item: c.item }
+          : c.op === "append"
+            ? { type: "append", id: c.id, messageId: c.messageId, text: c.text }
+            : { type: "remove", ids: c.ids };
+      void this.view?.webview.postMessage(msg);
     }
   }
 
@@ -75,7 +83,6 @@ export class ChatView implements vscode.WebviewViewProvider {
   private html(webview: vscode.Webview, media: vscode.Uri): string {
     const nonce = crypto.randomBytes(16).toString("base64");
     const css = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css"));
-    const js = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.js"));
     const csp = [
       "default-src 'none'",
       `style-src ${webview.cspSource}`,
@@ -104,7 +111,7 @@ export class ChatView implements vscode.WebviewViewProvider {
     <button type="submit" id="send">Send</button>
   </div>
 </form>
-<script nonce="${nonce}" src="${js}"></script>
+<script nonce="${nonce}">${script.replace(/<\/(script)/gi, "<\\/$1")}</script>
 </body>
 </html>`;
   }

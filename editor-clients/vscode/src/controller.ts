@@ -32,9 +32,16 @@ interface Active {
   title?: string;
 }
 
+/** A `agentd/session/load` in flight: its replay is held here until the load succeeds. */
+interface Loading {
+  sessionId: string;
+  updates: SessionUpdate[];
+}
+
 export class Controller implements vscode.Disposable {
   private client?: LanguageClient;
   private active?: Active;
+  private loading?: Loading;
   private busy = false;
   private usage?: Usage;
   private opening?: Promise<void>;
@@ -134,7 +141,14 @@ export class Controller implements vscode.Disposable {
    * newest unlocked session of the folder, else a new one. */
   private async openSession(): Promise<void> {
     if (this.active) {
-      await this.load(this.active.sessionId, this.active.cwd, this.active.title);
+      const a = this.active;
+      try {
+        await this.load(a.sessionId, a.cwd, a.title);
+      } catch (err) {
+        // The restarted server does not hold the session: show nothing rather than a dead session.
+        if (this.active === a) this.switchTo(undefined);
+        throw err;
+      }
       return;
     }
     const announced = (this.client?.initializeResult?.capabilities.experimental as { agentd?: { resume?: { sessionId: string; cwd: string } } } | undefined)
@@ -170,21 +184,25 @@ export class Controller implements vscode.Disposable {
     await this.refreshStatus();
   }
 
+  /** Load a session and make it active. The replay is collected while the request runs (PROTOCOL.md §7.5:
+   * every replayed update comes before the response) and shown only once the load succeeded, so a failed
+   * load (SessionLocked, SessionNotFound, ...) leaves the active session and its views as they were. */
   private async load(sessionId: string, cwd: string, title?: string): Promise<void> {
-    this.switchTo({ sessionId, cwd, title });
+    const loading: Loading = { sessionId, updates: [] };
+    this.loading = loading;
     try {
       await this.request(Methods.SessionLoad, { sessionId, cwd });
-    } catch (err) {
-      this.active = undefined;
-      this.render();
-      throw err;
+    } finally {
+      if (this.loading === loading) this.loading = undefined;
     }
+    this.switchTo({ sessionId, cwd, title });
+    for (const u of loading.updates) this.route(u);
     e2eLog("session", { op: "load", sessionId, cwd });
     await this.refreshStatus();
   }
 
-  /** Make a session active with empty views; the replay of `load` fills them. */
-  private switchTo(a: Active): void {
+  /** Make a session active (or none) with empty views; the replay of `load` fills them. */
+  private switchTo(a: Active | undefined): void {
     this.active = a;
     this.transcript.clear();
     this.diffs.clear();
@@ -198,7 +216,14 @@ export class Controller implements vscode.Disposable {
     const a = this.active;
     if (!a) return;
     this.active = undefined;
-    await this.request(Methods.SessionClose, { sessionId: a.sessionId }).catch(() => undefined);
+    await this.close(a);
+  }
+
+  /** Release a session on the server (its lock); errors are only logged. */
+  private async close(a: Active): Promise<void> {
+    await this.request(Methods.SessionClose, { sessionId: a.sessionId }).catch((err) =>
+      this.output.appendLine(`close ${a.sessionId}: ${message(err)}`),
+    );
   }
 
   async newSession(): Promise<void> {
@@ -240,13 +265,22 @@ export class Controller implements vscode.Disposable {
       matchOnDetail: true,
     });
     if (!picked) return;
+    const previous = this.active;
     try {
-      if (picked.session.sessionId !== this.active?.sessionId) {
-        await this.closeActive();
-      }
+      // Load first: if the session is locked elsewhere (or gone), the current one stays open and shown.
       await this.load(picked.session.sessionId, picked.session.cwd, picked.session.title);
     } catch (err) {
-      this.fail("Could not resume the session", err);
+      const kept = this.active ? ` The current session (${this.active.title || this.active.sessionId}) is still open.` : "";
+      if (errorName(err) === "SessionLocked") {
+        // agentd has already shown a window/showMessage for the lock (PROTOCOL.md §6.2): no second popup.
+        this.fail("That session is open elsewhere", err, kept, false);
+      } else {
+        this.fail("Could not resume the session", err, kept);
+      }
+      return;
+    }
+    if (previous && previous.sessionId !== picked.session.sessionId) {
+      await this.close(previous);
     }
   }
 
@@ -311,9 +345,15 @@ export class Controller implements vscode.Disposable {
 
   private onUpdate(params: SessionNotification): void {
     e2eLog("update", { params });
-    if (params.sessionId !== this.active?.sessionId) return;
     const u = asUpdate(params.update);
-    if (u) this.route(u);
+    if (!u) return;
+    const loading = this.loading;
+    if (loading && params.sessionId === loading.sessionId && (agentdMeta(params).replay === true || params.sessionId !== this.active?.sessionId)) {
+      loading.updates.push(u);
+      return;
+    }
+    if (params.sessionId !== this.active?.sessionId) return;
+    this.route(u);
   }
 
   private route(u: SessionUpdate): void {
@@ -398,11 +438,11 @@ export class Controller implements vscode.Disposable {
     this.chat.setTitle(this.active?.title);
   }
 
-  private fail(what: string, err: unknown): void {
-    const text = `${what}: ${message(err)}`;
+  private fail(what: string, err: unknown, after = "", popup = true): void {
+    const text = `${what}: ${message(err)}${after}`;
     this.output.appendLine(text);
     this.notice(text, "error");
-    void vscode.window.showErrorMessage(`agentd: ${text}`, "Show Log").then((b) => b && this.output.show());
+    if (popup) void vscode.window.showErrorMessage(`agentd: ${text}`, "Show Log").then((b) => b && this.output.show());
   }
 
   showLog(): void {
@@ -420,6 +460,12 @@ const STOP_TEXT: Record<string, string> = {
   max_turn_requests: "The turn made its maximum number of model requests (maxTurnRequests); send a prompt to continue.",
   refusal: "The model refused to continue.",
 };
+
+/** `error.data.name` of a JSON-RPC error answer (PROTOCOL.md §11), e.g. "SessionLocked". */
+function errorName(err: unknown): string | undefined {
+  const data = err instanceof ResponseError ? (err.data as { name?: unknown } | undefined) : undefined;
+  return typeof data?.name === "string" ? data.name : undefined;
+}
 
 function message(err: unknown): string {
   if (err instanceof ResponseError) return err.message;

@@ -3,6 +3,24 @@
 
 export const PROTOCOL_VERSION = 1;
 
+/** Streamed assistant text; `_meta.agentd.retracts` names a message the client drops (§7.2). */
+export interface AgentMessageChunk {
+  _meta?: Record<string, unknown>;
+  content: TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
+  /** Chunks with one messageId form one message. On the wire it is top-level; the core's builder keeps it under `_meta.agentd` until the adapter normalises it. */
+  messageId?: string;
+  sessionUpdate: "agent_message_chunk";
+}
+
+/** Extended-thinking text. */
+export interface AgentThoughtChunk {
+  _meta?: Record<string, unknown>;
+  content: TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
+  /** Chunks with one messageId form one message. On the wire it is top-level; the core's builder keeps it under `_meta.agentd` until the adapter normalises it. */
+  messageId?: string;
+  sessionUpdate: "agent_thought_chunk";
+}
+
 export interface AudioBlock {
   _meta?: Record<string, unknown>;
   type: "audio";
@@ -38,6 +56,13 @@ export interface Cost {
   _meta?: Record<string, unknown>;
   amount: number;
   currency: string;
+}
+
+/** Only when modes are supported; after `setMode`, and during replay. */
+export interface CurrentModeUpdate {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "current_mode_update";
+  currentModeId: string;
 }
 
 /** `{}`: close, setMode. */
@@ -95,6 +120,20 @@ export interface PermissionOption {
   optionId: string;
   name: string;
   kind: "allow_once" | "allow_always" | "reject_once" | "reject_always";
+}
+
+/** The complete TODO list after a successful `todo_write`; the client replaces its plan (§7.4). */
+export interface Plan {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "plan";
+  entries: PlanEntry[];
+}
+
+export interface PlanEntry {
+  _meta?: Record<string, unknown>;
+  content: string;
+  priority: "high" | "medium" | "low";
+  status: "pending" | "in_progress" | "completed";
 }
 
 export interface PromptParams {
@@ -156,6 +195,14 @@ export interface SessionInfo {
   updatedAt?: string;
 }
 
+/** Patches the stored values: omitted = unchanged, `null` = cleared (§7.2). */
+export interface SessionInfoUpdate {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "session_info_update";
+  title?: string | null;
+  updatedAt?: string | null;
+}
+
 export interface SessionMode {
   _meta?: Record<string, unknown>;
   id: string;
@@ -173,7 +220,7 @@ export interface SessionModeState {
 export interface SessionNotification {
   _meta?: Record<string, unknown>;
   sessionId: string;
-  update: Record<string, unknown>;
+  update: SessionUpdate;
 }
 
 export interface SessionStatus {
@@ -190,6 +237,8 @@ export interface SessionStatus {
   turns: number;
   updatedAt?: string;
 }
+
+export type SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCall | ToolCallUpdate | Plan | UsageUpdate | SessionInfoUpdate | CurrentModeUpdate;
 
 export interface SetModeParams {
   _meta?: Record<string, unknown>;
@@ -224,6 +273,44 @@ export interface TodosResult {
   updatedAt?: string;
 }
 
+/** Sent once per tool use, when the model has finished streaming its input (§7.2, §7.3). */
+export interface ToolCall {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "tool_call";
+  toolCallId: string;
+  title: string;
+  kind: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "other";
+  status: "pending" | "in_progress" | "completed" | "failed";
+  rawInput?: unknown;
+  rawOutput?: unknown;
+  content?: (ToolCallContentBlock | ToolCallDiff)[];
+  locations?: ToolCallLocation[];
+}
+
+export type ToolCallContent = ToolCallContentBlock | ToolCallDiff;
+
+/** Tool output as a content block (`{"type":"content","content":{...}}`). */
+export interface ToolCallContentBlock {
+  _meta?: Record<string, unknown>;
+  type: "content";
+  content: TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
+}
+
+/** A file change; `path` is absolute, `oldText` is null for a new file. */
+export interface ToolCallDiff {
+  _meta?: Record<string, unknown>;
+  type: "diff";
+  path: string;
+  oldText?: string | null;
+  newText: string;
+}
+
+export interface ToolCallLocation {
+  _meta?: Record<string, unknown>;
+  path: string;
+  line?: number;
+}
+
 export interface ToolCallSummary {
   _meta?: Record<string, unknown>;
   toolCallId: string;
@@ -231,8 +318,22 @@ export interface ToolCallSummary {
   kind: string;
   status: string;
   rawInput?: unknown;
-  content?: Record<string, unknown>[];
-  locations?: Record<string, unknown>[];
+  content?: ToolCallContent[];
+  locations?: ToolCallLocation[];
+}
+
+/** Only `toolCallId` is required; the other fields replace the displayed ones (§7.2). */
+export interface ToolCallUpdate {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "tool_call_update";
+  toolCallId: string;
+  title?: string;
+  kind?: "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "other";
+  status?: "pending" | "in_progress" | "completed" | "failed";
+  rawInput?: unknown;
+  rawOutput?: unknown;
+  content?: (ToolCallContentBlock | ToolCallDiff)[];
+  locations?: ToolCallLocation[];
 }
 
 export interface Totals {
@@ -246,13 +347,39 @@ export interface Totals {
   cacheWriteKnown?: boolean;
 }
 
+/** After every model response and after compression (§7.2). `used`/`size` are always set on the wire
+ * (the core's builder carries the raw usage under `_meta.agentd` and the adapter fills them in).
+ */
+export interface UsageUpdate {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "usage_update";
+  used?: number;
+  size?: number;
+  cost?: Cost;
+}
+
+/** One stored prompt content block, only during `agentd/session/load` replay. */
+export interface UserMessageChunk {
+  _meta?: Record<string, unknown>;
+  content: TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
+  /** Chunks with one messageId form one message. On the wire it is top-level; the core's builder keeps it under `_meta.agentd` until the adapter normalises it. */
+  messageId?: string;
+  sessionUpdate: "user_message_chunk";
+}
+
 export type ContentBlock = TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
 
 export type ModeId = "default" | "acceptEdits" | "readOnly";
 
 export type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 
+export type PlanEntryStatus = "pending" | "in_progress" | "completed";
+
 export type StopReason = "end_turn" | "max_tokens" | "max_turn_requests" | "refusal" | "cancelled";
+
+export type ToolCallStatus = "pending" | "in_progress" | "completed" | "failed";
+
+export type ToolKind = "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "other";
 
 /** THE method table (PROTOCOL.md §5): one constant per `agentd/*` method. */
 export const Methods = {

@@ -1,7 +1,8 @@
 // The chat transcript of the active session, kept in the extension host (the webview only renders it).
 //
 // Owns: turning `agentd/session/update` chunks and tool-call updates into a list of display items, keyed so
-// that streamed chunks append to their message, tool-call updates patch their card, and a retracted
+// that streamed chunks append to their message (sent on as the chunk alone, never the whole message),
+// tool-call updates patch their card, and a retracted
 // message (`_meta.agentd.retracts`, PROTOCOL.md §7.2) disappears. Imports no vscode API.
 
 import {
@@ -11,7 +12,7 @@ import {
   isDiff,
   isWrapped,
   messageIdOf,
-  ToolCallUpdate,
+  ToolUpdate,
 } from "./updates";
 
 export type Role = "user" | "agent" | "thought";
@@ -50,7 +51,11 @@ export interface NoticeItem {
 
 export type Item = MessageItem | ToolItem | NoticeItem;
 
-export type Change = { op: "upsert"; item: Item } | { op: "remove"; ids: string[] };
+/** `append`: streamed text for a message already sent whole (only the chunk crosses to the webview). */
+export type Change =
+  | { op: "upsert"; item: Item }
+  | { op: "append"; id: string; messageId?: string; text: string }
+  | { op: "remove"; ids: string[] };
 
 const OUTPUT_MAX = 4000;
 
@@ -102,7 +107,7 @@ export class Transcript {
     }
     if (target) {
       target.text += text;
-      changes.push({ op: "upsert", item: target });
+      if (text) changes.push({ op: "append", id: target.id, messageId, text });
     } else {
       const id = messageId ? `${role}-${messageId}` : `${role}-anon-${++this.seq}`;
       changes.push(this.push({ type: "message", id, role, messageId, text }));
@@ -110,7 +115,7 @@ export class Transcript {
     return changes;
   }
 
-  toolCall(update: ToolCallUpdate): Change[] {
+  toolCall(update: ToolUpdate): Change[] {
     const id = `tool-${update.toolCallId}`;
     const existing = this.byId.get(id);
     const item: ToolItem =
@@ -136,7 +141,7 @@ export class Transcript {
     if (meta.cancelled) item.outcome = "cancelled";
     else if (meta.interrupted) item.outcome = "interrupted";
     else if (meta.decision === "deny") item.outcome = meta.decidedBy === "timeout" ? "timed out" : "denied";
-    const exit = update.rawOutput?.exitCode;
+    const exit = (update.rawOutput as { exitCode?: unknown } | null | undefined)?.exitCode;
     if (typeof exit === "number" && !item.summary) item.summary = `exit ${exit}`;
     if (existing) {
       return [{ op: "upsert", item }];

@@ -1,32 +1,32 @@
 // The `update` objects of `agentd/session/update` (PROTOCOL.md §7.2), as this extension reads them.
 //
-// The generated protocol.ts types the envelope (SessionNotification); this module narrows its `update`
-// member. Everything is read defensively: unknown `sessionUpdate` values and unknown fields are ignored
+// The variants themselves are generated from agentd.protocol.updates (protocol.ts: `SessionUpdate` and its
+// members); this module adds what the models leave open (`_meta.agentd`) and the narrowing helpers.
+// Everything is read defensively: unknown `sessionUpdate` values and unknown fields are ignored
 // (PROTOCOL.md §2), and `messageId` is accepted at the top level (the spec) or under `_meta.agentd`.
 
-export interface TextContent {
-  type: string;
-  text?: string;
-}
+import type {
+  AgentMessageChunk,
+  AgentThoughtChunk,
+  SessionUpdate,
+  TextBlock,
+  ToolCall,
+  ToolCallContent,
+  ToolCallContentBlock,
+  ToolCallDiff,
+  ToolCallUpdate,
+  UserMessageChunk,
+} from "./protocol";
 
-export interface DiffContent {
-  type: "diff";
-  path: string;
-  oldText?: string | null;
-  newText: string;
-}
-
-export interface WrappedContent {
-  type: "content";
-  content: TextContent;
-}
-
-export type ToolCallContent = DiffContent | WrappedContent | { type: string };
-
-export interface Location {
-  path: string;
-  line?: number;
-}
+export type {
+  CurrentModeUpdate,
+  PlanEntry,
+  SessionInfoUpdate,
+  SessionUpdate,
+  ToolCallContent,
+  ToolCallDiff,
+  UsageUpdate,
+} from "./protocol";
 
 export interface AgentdMeta {
   messageId?: string;
@@ -51,71 +51,14 @@ export interface RequestUsage {
   cacheWriteTokens?: number | null;
 }
 
-export interface ChunkUpdate {
-  sessionUpdate: "agent_message_chunk" | "agent_thought_chunk" | "user_message_chunk";
-  content: TextContent;
-  messageId?: string;
-  _meta?: { agentd?: AgentdMeta };
-}
+/** The three chunk variants (one shape, PROTOCOL.md §7.2). */
+export type ChunkUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk;
 
-export interface ToolCallUpdate {
-  sessionUpdate: "tool_call" | "tool_call_update";
-  toolCallId: string;
-  title?: string;
-  kind?: string;
-  status?: string;
-  rawInput?: unknown;
-  rawOutput?: Record<string, unknown> | null;
-  content?: ToolCallContent[] | null;
-  locations?: Location[] | null;
-  _meta?: { agentd?: AgentdMeta };
-}
+/** `tool_call` and `tool_call_update`: both patch one tool-call card. */
+export type ToolUpdate = ToolCall | ToolCallUpdate;
 
-export type PlanStatus = "pending" | "in_progress" | "completed";
-
-export interface PlanEntry {
-  content: string;
-  priority?: string;
-  status: PlanStatus | string;
-}
-
-export interface PlanUpdate {
-  sessionUpdate: "plan";
-  entries: PlanEntry[];
-  _meta?: { agentd?: AgentdMeta };
-}
-
-export interface Cost {
-  amount: number;
-  currency: string;
-}
-
-export interface UsageUpdate {
-  sessionUpdate: "usage_update";
-  used?: number;
-  size?: number;
-  cost?: Cost | null;
-  _meta?: { agentd?: AgentdMeta };
-}
-
-export interface SessionInfoUpdate {
-  sessionUpdate: "session_info_update";
-  title?: string | null;
-  updatedAt?: string | null;
-}
-
-export interface ModeUpdate {
-  sessionUpdate: "current_mode_update";
-  currentModeId: string;
-}
-
-export type SessionUpdate =
-  | ChunkUpdate
-  | ToolCallUpdate
-  | PlanUpdate
-  | UsageUpdate
-  | SessionInfoUpdate
-  | ModeUpdate;
+/** A `content` tool-call item holding text. */
+export type TextToolContent = ToolCallContentBlock & { content: TextBlock };
 
 const KNOWN = new Set([
   "agent_message_chunk",
@@ -149,12 +92,13 @@ export function messageIdOf(update: ChunkUpdate): string | undefined {
   return update.messageId ?? agentdMeta(update).messageId;
 }
 
-export function isDiff(c: ToolCallContent): c is DiffContent {
-  return c.type === "diff" && typeof (c as DiffContent).newText === "string";
+export function isDiff(c: ToolCallContent): c is ToolCallDiff {
+  return c.type === "diff" && typeof (c as ToolCallDiff).newText === "string";
 }
 
-export function isWrapped(c: ToolCallContent): c is WrappedContent {
-  return c.type === "content" && typeof (c as WrappedContent).content === "object";
+export function isWrapped(c: ToolCallContent): c is TextToolContent {
+  const inner = (c as Partial<ToolCallContentBlock>).content;
+  return c.type === "content" && typeof inner === "object" && inner !== null && inner.type === "text";
 }
 
 /** Lines added and removed between two texts (a line-set count, good enough for a summary). */

@@ -1,5 +1,11 @@
 // The chat webview's script: renders the transcript the extension host sends and posts prompts back.
 // Text is put into the DOM with textContent only (never innerHTML), so nothing the model writes can run.
+// Bundled as text into the extension (chat.ts inlines it with the page's nonce).
+//
+// Streaming: the host sends a message once (`upsert`) and then only the text of each further chunk
+// (`append`); the text is kept per message and its markdown is re-rendered at most every RENDER_MS, and at
+// once when a block ends (a blank line or a code fence in the chunk) or the message is finished (another
+// item arrives, the turn ends), so a long reply costs linear, not quadratic, work.
 // @ts-check
 (function () {
   // @ts-ignore: provided by VS Code inside webviews
@@ -13,6 +19,14 @@
   const state = /** @type {HTMLElement} */ (document.getElementById("state"));
   /** @type {Map<string, HTMLElement>} */
   const nodes = new Map();
+  /** The full text and role of each message, for `append`. @type {Map<string, {role: string, text: string}>} */
+  const texts = new Map();
+  /** Messages whose markdown is behind their text. @type {Set<string>} */
+  const dirty = new Set();
+  /** @type {ReturnType<typeof setTimeout> | undefined} */
+  let timer;
+  let lastRender = 0;
+  const RENDER_MS = 100;
   let busy = false;
 
   const STATUS_ICON = { pending: "○", in_progress: "◐", completed: "✓", failed: "✗" };
@@ -132,6 +146,10 @@
   }
 
   function upsert(item) {
+    if (item.type === "message") {
+      texts.set(item.id, { role: item.role, text: item.text });
+      dirty.delete(item.id);
+    }
     const fresh = render(item);
     fresh.dataset.id = item.id;
     const old = nodes.get(item.id);
@@ -139,6 +157,42 @@
     else log.appendChild(fresh);
     nodes.set(item.id, fresh);
     empty.hidden = true;
+  }
+
+  function forget(id) {
+    nodes.get(id)?.remove();
+    nodes.delete(id);
+    texts.delete(id);
+    dirty.delete(id);
+  }
+
+  /** Re-render the markdown of the messages that received text since their last render. */
+  function flush() {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    lastRender = Date.now();
+    for (const id of dirty) {
+      const body = nodes.get(id)?.querySelector(".body");
+      const entry = texts.get(id);
+      if (!body || !entry) continue;
+      body.replaceChildren(markdown(entry.text));
+    }
+    dirty.clear();
+  }
+
+  /** One streamed chunk: `{id, text}` of a message the host has already upserted. */
+  function append(msg) {
+    const entry = texts.get(msg.id);
+    const node = nodes.get(msg.id);
+    if (!entry || !node) return;
+    entry.text += msg.text;
+    if (entry.role === "user") {
+      node.querySelector(".body")?.appendChild(document.createTextNode(msg.text));
+      return;
+    }
+    dirty.add(msg.id);
+    if (/\n\n|```/.test(msg.text) || Date.now() - lastRender >= RENDER_MS) flush();
+    else if (timer === undefined) timer = setTimeout(flush, RENDER_MS - (Date.now() - lastRender));
   }
 
   function stickToBottom(fn) {
@@ -161,19 +215,24 @@
       stickToBottom(() => {
         nodes.forEach((n) => n.remove());
         nodes.clear();
+        texts.clear();
+        dirty.clear();
         empty.hidden = msg.items.length > 0;
         msg.items.forEach(upsert);
       });
       log.scrollTop = log.scrollHeight;
       setBusy(msg.busy);
+    } else if (msg.type === "append") {
+      stickToBottom(() => append(msg));
     } else if (msg.type === "upsert") {
-      stickToBottom(() => upsert(msg.item));
+      stickToBottom(() => {
+        if (dirty.size) flush(); // the streamed message before this item is complete
+        upsert(msg.item);
+      });
     } else if (msg.type === "remove") {
-      for (const id of msg.ids) {
-        nodes.get(id)?.remove();
-        nodes.delete(id);
-      }
+      for (const id of msg.ids) forget(id);
     } else if (msg.type === "busy") {
+      if (!msg.busy && dirty.size) stickToBottom(flush);
       setBusy(msg.busy);
     } else if (msg.type === "focus") {
       prompt.focus();
