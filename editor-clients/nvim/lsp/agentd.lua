@@ -40,11 +40,16 @@ return {
       on_dir(client().root_for(bufnr))
     end
   end,
+  -- documentChanges: agentd sends each edit with the buffer version it was computed from, and the
+  -- workspace/applyEdit handler refuses it if the user typed since (PROTOCOL.md §8.2).
   capabilities = {
+    workspace = { workspaceEdit = { documentChanges = true } },
     experimental = {
       agentd = { protocolVersion = 1, requestPermission = true, saveAfterApply = true },
     },
   },
+  -- Every change is sent at once, so the version agentd tracks is the buffer's (PROTOCOL.md §8.2).
+  flags = { debounce_text_changes = 0 },
   init_options = opts.init_options or {},
   handlers = {
     [methods.session_update] = function(...)

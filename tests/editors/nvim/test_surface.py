@@ -34,9 +34,10 @@ def test_commands_help_keymaps_and_lsp_config(nvim_bin: str, tmp_path: Path) -> 
         "cmd": ["agentd"],
         "root_markers": [".agentd", ".git", ".hg", ".jj"],
         "capabilities": {
+            "workspace": {"workspaceEdit": {"documentChanges": True}},
             "experimental": {
                 "agentd": {"protocolVersion": 1, "requestPermission": True, "saveAfterApply": True}
-            }
+            },
         },
         "init_options": None,
         "handlers": [

@@ -35,6 +35,35 @@ M.sessions = {}
 M.active = {}
 ---@type table<string, string> progress token -> sessionId
 M.tokens = {}
+--- Session resolution in progress per root (a load or a new session): the callbacks waiting for it.
+--- Commands issued meanwhile wait here instead of resolving (loading, creating) a second time.
+---@type table<string, fun(s: agentd.Session, c: vim.lsp.Client)[]>
+M.resolving = {}
+---@type table<integer, table> client id -> the session announced by `agentd --resume`, not yet loaded
+M.announced = {}
+
+--- Joins (or starts) the resolution of `root`'s session; cb runs once it is resolved.
+local function join(root, cb)
+  local waiting = M.resolving[root]
+  if not waiting then
+    waiting = {}
+    M.resolving[root] = waiting
+  end
+  if cb then
+    waiting[#waiting + 1] = cb
+  end
+end
+
+--- Ends the resolution of `root`'s session: the waiting callbacks run with it (dropped on failure).
+local function settle(root, s, c)
+  local waiting = M.resolving[root] or {}
+  M.resolving[root] = nil
+  if s then
+    for _, f in ipairs(waiting) do
+      f(s, c)
+    end
+  end
+end
 
 local function notify(msg, level)
   vim.notify('agentd: ' .. msg, level or levels.INFO)
@@ -215,20 +244,23 @@ function M.when_ready(c, cb)
   )
 end
 
---- Runs cb(client, root) with a ready client for the workspace of the current buffer (starting one).
-function M.with_client(cb, root)
+--- Runs cb(client, root) with a ready client for the workspace of the current buffer (starting one);
+--- fail() if there is none.
+function M.with_client(cb, root, fail)
   root = root or M.root_for(0)
   local c = M.get_client(root)
   if not c then
     local err
     c, err = M.start(root)
     if not c then
-      return notify(err, levels.ERROR)
+      notify(err, levels.ERROR)
+      return fail and fail()
     end
   end
   M.when_ready(c, function(ready, err)
     if not ready then
-      return notify(err, levels.ERROR)
+      notify(err, levels.ERROR)
+      return fail and fail()
     end
     cb(ready, root)
   end)
@@ -307,10 +339,12 @@ function M.set_active(root, s, prev)
   end
 end
 
---- agentd/session/new for the root; cb(session, client).
+--- agentd/session/new for the root; cb(session, client). Commands waiting for the root's session get it.
 function M.new(c, root, cb)
+  join(root, cb)
   M.request(c, methods.session_new, { cwd = root }, function(err, res)
     if err then
+      settle(root, nil)
       return notify(M.error_message(err), levels.ERROR)
     end
     local s = M.session(res.sessionId, c.id, root)
@@ -319,14 +353,14 @@ function M.new(c, root, cb)
     s.mode = res.modes and res.modes.currentModeId or nil
     M.set_active(root, s)
     M.event('AgentdSession', { sessionId = s.id, action = 'new' })
-    if cb then
-      cb(s, c)
-    end
+    settle(root, s, c)
   end)
 end
 
---- agentd/session/load (the replay arrives as updates before the answer); cb(session, client).
+--- agentd/session/load (the replay arrives as updates before the answer); cb(session, client). Commands
+--- issued during the load wait for it (a prompt is sent once the session is loaded).
 function M.load(c, root, item, cb)
+  join(root, cb)
   local prev = M.active_session(root)
   local s = M.session(item.sessionId, c.id, root)
   M.active[root] = s.id
@@ -347,6 +381,7 @@ function M.load(c, root, item, cb)
       M.active[root] = prev and prev.id or nil
       chat().note(s, 'load failed: ' .. M.error_message(err))
       M.render(s)
+      settle(root, nil)
       return notify(M.error_message(err), levels.ERROR)
     end
     s.modes = res and res.modes or s.modes
@@ -354,9 +389,7 @@ function M.load(c, root, item, cb)
     M.set_active(root, s, prev)
     M.render(s)
     M.event('AgentdSession', { sessionId = s.id, action = 'load' })
-    if cb then
-      cb(s, c)
-    end
+    settle(root, s, c)
   end)
 end
 
@@ -367,26 +400,52 @@ end
 
 --- Runs cb(session, client) with the active session of the current workspace: the active one; the
 --- active one reloaded if its daemon exited; with `auto_resume` the newest unlocked one; else a new one.
-function M.with_session(cb)
-  M.with_client(function(c, root)
+--- Resolution is serialised per root: commands issued while it runs (or while a load runs) wait for it.
+--- `opts.existing`: only an existing session (no load or new session; says so when there is none).
+function M.with_session(cb, opts)
+  opts = opts or {}
+  local root = M.root_for(0)
+  if M.resolving[root] then
+    return join(root, cb)
+  end
+  local cur = M.active_session(root)
+  local cc = cur and M.client_of(cur)
+  if cur and cc and cc.initialized then
+    return cb(cur, cc)
+  end
+  if opts.existing and not cur then
+    return notify('no session in this workspace yet; :Agentd {prompt} starts one')
+  end
+  join(root, cb)
+  M.with_client(function(c)
     local s = M.active_session(root)
+    -- `agentd --resume`: its load (scheduled by on_init) resolves the session; so does a running load
+    if M.announced[c.id] or (s and s.state == 'loading' and s.client_id == c.id) then
+      return
+    end
     if s and s.client_id == c.id and not s.detached then
-      return cb(s, c)
+      return settle(root, s, c)
     end
     if s and s.detached and s.id then
-      return M.load(c, root, { sessionId = s.id, cwd = s.cwd, title = s.title }, cb)
+      return M.load(c, root, { sessionId = s.id, cwd = s.cwd, title = s.title })
+    end
+    if opts.existing then
+      settle(root, nil)
+      return notify('no session in this workspace yet; :Agentd {prompt} starts one')
     end
     if not config.options.auto_resume then
-      return M.new(c, root, cb)
+      return M.new(c, root)
     end
     M.request(c, methods.session_list, { cwd = root }, function(err, res)
       for _, item in ipairs((not err and res and res.sessions) or {}) do
         if unlocked(item) then
-          return M.load(c, root, item, cb)
+          return M.load(c, root, item)
         end
       end
-      M.new(c, root, cb)
+      M.new(c, root)
     end)
+  end, root, function()
+    settle(root, nil)
   end)
 end
 
@@ -465,7 +524,9 @@ function M.new_session(cb)
   end)
 end
 
-local function fmt_item(item)
+--- One line of the :AgentdSessions picker. `current`: the id of the session this editor has open in the
+--- workspace (marked "current", not as open in the daemon's pid).
+local function fmt_item(item, current)
   local meta = item._meta and item._meta.agentd or {}
   local parts = { item.title or '(untitled)' }
   local info = {}
@@ -475,7 +536,9 @@ local function fmt_item(item)
   if meta.turns then
     info[#info + 1] = ('%d turn%s'):format(meta.turns, meta.turns == 1 and '' or 's')
   end
-  if type(meta.lockedBy) == 'table' then
+  if current ~= nil and item.sessionId == current then
+    info[#info + 1] = 'current'
+  elseif type(meta.lockedBy) == 'table' then
     info[#info + 1] = ('open in pid %s'):format(tostring(meta.lockedBy.pid))
   end
   if #info > 0 then
@@ -496,10 +559,14 @@ function M.pick_session(cb)
       if #items == 0 then
         return notify('no sessions for ' .. root .. ' yet; :Agentd {prompt} starts one')
       end
+      local mine = M.active_session(root)
+      local current = mine and M.client_of(mine) == c and mine.id or nil
       vim.ui.select(items, {
         prompt = 'agentd sessions (' .. vim.fn.fnamemodify(root, ':~') .. ')',
         kind = 'agentd.session',
-        format_item = fmt_item,
+        format_item = function(item)
+          return fmt_item(item, current)
+        end,
       }, function(item)
         if not item then
           return
@@ -545,7 +612,7 @@ function M.todos(cb)
         cb(s, res)
       end
     end)
-  end)
+  end, { existing = true })
 end
 
 --- :AgentdStatus
@@ -578,7 +645,7 @@ function M.status(cb)
         )
       )
     end)
-  end)
+  end, { existing = true })
 end
 
 --- :AgentdMode {modeId}
@@ -591,7 +658,7 @@ function M.set_mode(mode_id)
       s.mode = mode_id
       M.render(s)
     end)
-  end)
+  end, { existing = true })
 end
 
 --- After a tool wrote to disk (a file that is not open, or a command), unmodified buffers showing those
@@ -668,7 +735,11 @@ function M.on_update(_, params, ctx)
   elseif kind == 'current_mode_update' then
     s.mode = u.currentModeId
   end
-  M.render(s)
+  if kind == 'agent_message_chunk' or kind == 'agent_thought_chunk' or kind == 'user_message_chunk' then
+    chat().render_soon(s) -- coalesced: a long answer streams in many chunks
+  else
+    M.render(s)
+  end
   M.event('AgentdUpdate', { sessionId = s.id, update = u, replay = replay })
 end
 
@@ -707,9 +778,58 @@ local function edited_uris(edit)
   return uris
 end
 
---- workspace/applyEdit: Neovim's built-in handler (the change lands in the undo history), then a save
---- of every edited buffer when the label starts with `agentd:` (saveAfterApply, PROTOCOL.md §8.2).
+--- The loaded buffer of a file URI (by name, then by resolved path), without creating one.
+local function loaded_buf(uri)
+  local fname = normalize(vim.uri_to_fname(uri))
+  local real = vim.uv.fs_realpath(fname)
+  local by_real
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == '' then
+      local name = vim.api.nvim_buf_get_name(b)
+      if name ~= '' then
+        name = normalize(name)
+        if name == fname then
+          return b
+        end
+        if real and not by_real and vim.uv.fs_realpath(name) == real then
+          by_real = b
+        end
+      end
+    end
+  end
+  return by_real
+end
+
+--- Why a versioned edit must not be applied: a document whose buffer changed since the version the
+--- edit was computed from (the user typed meanwhile). nil: all current.
+local function stale(edit)
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local td = change.textDocument
+    if td and td.uri and type(td.version) == 'number' then
+      local bufnr = loaded_buf(td.uri)
+      local current = bufnr and vim.lsp.util.buf_versions[bufnr]
+      if bufnr and current ~= td.version then
+        return ('%s changed in the editor (version %s, the edit is for version %s); not applied'):format(
+          vim.uri_to_fname(td.uri),
+          tostring(current),
+          tostring(td.version)
+        )
+      end
+    end
+  end
+end
+M.stale_edit = stale
+
+--- workspace/applyEdit: refused if a document changed since the edit was computed (the user typed
+--- meanwhile: a version mismatch fails the tool call, PROTOCOL.md §8.2; Neovim's built-in handler would
+--- only print a warning and report success). Else Neovim's built-in handler (the change lands in the
+--- undo history), then a save of every edited buffer when the label starts with `agentd:`
+--- (saveAfterApply).
 function M.on_apply_edit(err, params, ctx)
+  local reason = type(params) == 'table' and type(params.edit) == 'table' and stale(params.edit) or nil
+  if reason then
+    return { applied = false, failureReason = reason }
+  end
   local result = vim.lsp.handlers['workspace/applyEdit'](err, params, ctx)
   if
     result
@@ -737,15 +857,33 @@ function M.on_init(c, result)
   local exp = result and result.capabilities and result.capabilities.experimental
   local resume = type(exp) == 'table' and type(exp.agentd) == 'table' and exp.agentd.resume or nil
   if type(resume) == 'table' and resume.sessionId then
+    -- commands issued before the load wait for it (a first :Agentd {prompt} is sent once it is loaded)
+    local root = M.client_root(c)
+    M.announced[c.id] = resume
+    join(root)
     vim.schedule(function()
-      M.load(c, M.client_root(c), { sessionId = resume.sessionId, cwd = resume.cwd })
+      M.announced[c.id] = nil
+      M.load(c, root, { sessionId = resume.sessionId, cwd = resume.cwd })
     end)
   end
 end
 
 --- on_exit: the sessions of that daemon are detached; the next command restarts it and reloads them.
 function M.on_exit(code, signal, client_id)
+  -- a resolution waiting on this daemon ends (its commands are dropped; the next command restarts it)
+  local exiting = vim.lsp.get_client_by_id(client_id)
+  local ok_root, exit_root = pcall(function()
+    return exiting and exiting.root_dir and normalize(exiting.root_dir) or nil
+  end)
+  exit_root = ok_root and exit_root or nil
+  M.announced[client_id] = nil
   local function run()
+    if exit_root and M.resolving[exit_root] then
+      local other = M.get_client(exit_root)
+      if not other or other.id == client_id then
+        settle(exit_root, nil)
+      end
+    end
     for _, s in pairs(M.sessions) do
       if s.client_id == client_id and not s.detached then
         s.detached = true

@@ -58,13 +58,31 @@ function M.buf(s)
   return b
 end
 
---- The plan window of the current tab (showing any session's plan), if any.
-function M.win()
-  for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if vim.b[api.nvim_win_get_buf(w)].agentd_plan then
+--- Whether window `w` is a plan window of workspace `root` (tagged `w:agentd_plan_root`).
+local function is_plan_win(w, root)
+  return vim.w[w].agentd_plan_root == root and vim.b[api.nvim_win_get_buf(w)].agentd_plan ~= nil
+end
+
+--- The plan window of a session's workspace in a tab (default: the current one), if any. Windows belong
+--- to their workspace: a session never takes over another workspace's plan window.
+function M.win(s, tab)
+  local root = s and s.root or require('agentd.client').root_for(0)
+  for _, w in ipairs(api.nvim_tabpage_list_wins(tab or 0)) do
+    if is_plan_win(w, root) then
       return w
     end
   end
+end
+
+--- The plan windows of a session's workspace in every tab.
+local function wins(s)
+  local found = {}
+  for _, w in ipairs(api.nvim_list_wins()) do
+    if is_plan_win(w, s.root) then
+      found[#found + 1] = w
+    end
+  end
+  return found
 end
 
 --- The plan window's height: its lines plus the winbar (floats have a border title instead).
@@ -79,7 +97,7 @@ local function open_win(s, b)
   local cur = api.nvim_get_current_win()
   local w
   if position == 'chat' then
-    local chat_win = require('agentd.chat').win(nil)
+    local chat_win = require('agentd.chat').win(s)
     if chat_win then
       api.nvim_win_call(chat_win, function()
         vim.cmd('aboveleft split')
@@ -112,6 +130,7 @@ local function open_win(s, b)
   if api.nvim_win_is_valid(cur) then
     api.nvim_set_current_win(cur)
   end
+  vim.w[w].agentd_plan_root = s.root
   local wo = vim.wo[w]
   wo.wrap = true
   wo.number = false
@@ -135,7 +154,8 @@ local function is_active(s)
   return client.active[s.root] == s.id or client.active[s.root] == nil
 end
 
---- Redraws a session's plan buffer; a plan window of the tab shows the active session's plan.
+--- Redraws a session's plan buffer; the plan windows of its workspace (in any tab) show the active
+--- session's plan.
 function M.render(s)
   local b = M.buf(s)
   local lines = M.lines(s)
@@ -149,8 +169,10 @@ function M.render(s)
       vim.hl.range(b, ns, group, { i - 1, 0 }, { i - 1, -1 })
     end
   end
-  local w = M.win()
-  if w and is_active(s) then
+  if not is_active(s) then
+    return
+  end
+  for _, w in ipairs(wins(s)) do
     if api.nvim_win_get_buf(w) ~= b then
       api.nvim_win_set_buf(w, b)
     end
@@ -164,17 +186,23 @@ function M.render(s)
   end
 end
 
---- Shows the plan of a session: opens the window (if `auto_open`, or `opts.force`) and redraws it.
+--- Shows the plan of a session: opens the window (if `auto_open`, or `opts.force`) and redraws it. The
+--- window opens only in a tab that shows the session's workspace; otherwise when such a tab is entered.
 function M.show(s, opts)
   opts = opts or {}
   if opts.force then
     closed_by_user[s.id] = nil
   end
   local b = M.buf(s)
-  if not M.win() and is_active(s) then
+  if not M.win(s) and is_active(s) then
     local auto = (config.options.plan or {}).auto_open ~= false
     if opts.force or (auto and not closed_by_user[s.id]) then
-      open_win(s, b)
+      local chat = require('agentd.chat')
+      if chat.tab_shows(s.root) then
+        open_win(s, b)
+      elseif #wins(s) == 0 or opts.force then
+        chat.defer(s, 'plan', opts)
+      end
     end
   end
   M.render(s)
