@@ -73,6 +73,7 @@ class Context:
 
     def __init__(self, *, prompt_caching: bool = True, moving_ttl: TTL = "1h") -> None:
         self._messages: list[Message] = []
+        self._nblocks = 0  # content blocks in _messages, kept current by every mutation
         self.prompt_caching = prompt_caching
         self.moving_ttl: TTL = moving_ttl
         self.estimator = Estimator()
@@ -116,8 +117,10 @@ class Context:
         others = [b for b in merged if b.get("type") != "tool_result"]
         if merge:
             self._messages[-1] = {"role": "user", "content": results + others}
+            self._nblocks += len(blocks)
         else:
             self._messages.append({"role": "user", "content": results + others})
+            self._nblocks += len(blocks)
 
     def add_assistant(
         self, blocks: list[Block], extra: dict[str, Any] | None = None, *, adopt: bool = False
@@ -133,11 +136,12 @@ class Context:
         if extra:
             msg.update(extra if adopt else copy.deepcopy(extra))
         self._messages.append(msg)
+        self._nblocks += len(blocks)
         return True
 
     def drop_last(self) -> None:
         """Remove the message just appended: the rollback when persisting it failed (persist before apply)."""
-        self._messages.pop()
+        self._nblocks -= len(self._messages.pop()["content"])
 
     def open_tool_use_ids(self) -> list[str]:
         """Ids of tool_use blocks in the last assistant message that have no tool_result after them."""
@@ -164,7 +168,7 @@ class Context:
             return
         self.estimator.calibrate(estimated_prompt, usage.prompt_tokens)
         self._known_tokens = usage.context_tokens
-        self._known_upto = len(self._flat())
+        self._known_upto = self._nblocks  # O(1): replay applies one usage per response
 
     def estimated_tokens(self) -> int:
         """Context size in tokens: the exact size after the last response plus an estimate of the
@@ -183,6 +187,7 @@ class Context:
         kept = self._messages[cut:]
         head = [copy.deepcopy(summary_message)] + ([copy.deepcopy(ack)] if ack else [])
         self._messages = head + kept
+        self._nblocks = sum(len(m["content"]) for m in self._messages)
         self.compaction.compactions += 1
         self.compaction.replaced_total += cut
         self._known_tokens = None

@@ -94,3 +94,21 @@ def test_a_summary_alone_is_never_summarised_again() -> None:
         )
         is False
     )
+
+
+def test_the_running_block_count_matches_the_history() -> None:
+    """The O(1) block count behind exact sizes after replay stays equal to a full count."""
+    ctx = Context()
+    ctx.add_user([{"type": "text", "text": "a"}])
+    ctx.add_assistant(
+        [{"type": "text", "text": "b"}, {"type": "tool_use", "id": "t", "name": "x", "input": {}}]
+    )
+    ctx.add_user([{"type": "tool_result", "tool_use_id": "t", "content": "r"}])
+    ctx.add_user([{"type": "text", "text": "merged"}])
+    ctx.add_assistant([{"type": "text", "text": "c"}])
+    ctx.drop_last()
+    counts = [ctx._nblocks]
+    head = compaction.rebuild(ctx.messages, 2, "s", None)
+    ctx.replace_prefix(head.cut, head.summary, head.ack)
+    counts.append(ctx._nblocks)
+    assert counts == [5, len(ctx._flat())] and len(ctx._flat()) == 4
