@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    print(emu.start(), flush=True)
+    sys.stdout.write(emu.start() + "\n")  # the base URL is the first stdout line (TESTING.md §3.1)
+    sys.stdout.flush()
     try:
         while not done.wait(0.5):
             pass
