@@ -74,7 +74,8 @@ def test_a_second_resume_of_a_held_session_exits_4_naming_the_holder(agentd: Age
     assert (listed.popen.returncode, listed.stdout) == (
         0,
         f"{'ID':<34} {'UPDATED':<20} {'TURNS':>5} {'TOKENS':>9}  WORKSPACE  TITLE\n"
-        f"{sid:<34} {meta['updatedAt'][:19]:<20} {1:>5} {tokens:>9}  {agentd.ws}  one  [open in pid {holder.pid}]\n",
+        # meta.json is rewritten when a turn starts, so the held second turn already counts
+        f"{sid:<34} {meta['updatedAt'][:19]:<20} {2:>5} {tokens:>9}  {agentd.ws}  one  [open in pid {holder.pid}]\n",
     )
     assert snapshot(sdir) == before  # the loser, show, list and the refused rm wrote zero bytes
     assert len(agentd.emu.journal) == 2  # and the loser never reached the model
