@@ -92,8 +92,8 @@ def test_files_are_private_whatever_the_umask(agentd: Agentd, tmp_path: Path) ->
             {"reply": [{"text": "Again."}]},
         ]
     )
-    # meta.json is written at create (hit 1) and at the end of the turn (hit 2)
-    killed = agentd.run("read a", pre=("--log-file", str(log_file)), failpoints="meta.before_rename=kill@2")
+    # meta.json is written at create (hit 1), when the turn starts (hit 2) and when it ends (hit 3)
+    killed = agentd.run("read a", pre=("--log-file", str(log_file)), failpoints="meta.before_rename=kill@3")
     assert killed.popen.returncode == -9, killed.stderr
     sid = killed.session_id()
     sdir = agentd.session_dir(sid)
