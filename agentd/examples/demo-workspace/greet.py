@@ -9,7 +9,7 @@ def greet(name: str) -> str:
 
 def main(argv: list[str]) -> int:
     name = argv[1] if len(argv) > 1 else "world"
-    print(greet(name))
+    sys.stdout.write(greet(name) + "\n")
     return 0
 
 
