@@ -22,6 +22,7 @@ from agentd.errors import AgentdError, ProviderError
 from agentd.permissions.gate import Decision, denial_text
 from agentd.protocol import updates
 from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, run_with_retries
+from agentd.text import scrub_surrogates, surrogate_error, surrogate_problems
 from agentd.tools.base import PathRefused, ToolOutput, model_text, visible
 
 log = logging.getLogger("agentd.loop")
@@ -44,6 +45,7 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
     """Run one turn to its stop reason (see Session.prompt). Cancellation returns `cancelled` with the
     history valid and persisted (PROTOCOL.md §12.2)."""
     s.state = "running"
+    prompt_blocks = scrub_surrogates(prompt_blocks)  # e.g. undecodable bytes on argv (H19)
     synthetic = s.synthetic_results()
     prompt_id = new_message_id()
     s.persist_prompt(prompt_blocks, prompt_id, synthetic)
@@ -183,6 +185,7 @@ def _store_reply(s: Session, response: ModelResponse, message_id: str) -> list[d
     """Store the assistant message (never empty, never a truncated tool_use); return the stored blocks."""
     truncated = set(response.truncated_tool_use_ids)
     blocks = [b for b in response.content if not (b.get("type") == "tool_use" and b.get("id") in truncated)]
+    blocks = _valid_unicode(s, blocks)
     ctx = s.p.context
     stored = ctx.add_assistant(blocks, response.extra or None)
     if stored:
@@ -195,6 +198,16 @@ def _store_reply(s: Session, response: ModelResponse, message_id: str) -> list[d
         s.p.store.sync()
     ctx.record_usage(response.usage, ctx.last_request_estimate)
     return blocks if stored else []
+
+
+def _valid_unicode(s: Session, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lone surrogates in a reply (H19) cannot be stored or sent: they become U+FFFD, and a tool_use whose
+    input held one is answered with `invalid_arguments` instead of running (`s.invalid_inputs`)."""
+    for b in blocks:
+        problems = surrogate_problems(b.get("input")) if b.get("type") == "tool_use" else []
+        if problems:
+            s.invalid_inputs[str(b.get("id"))] = surrogate_error(problems)
+    return [scrub_surrogates(b) for b in blocks]
 
 
 # ---- compaction ----------------------------------------------------------------------------------
@@ -351,15 +364,21 @@ async def _run_one(s: Session, tu: dict[str, Any]) -> bool:
         _finish(s, tu, ToolOutput(content=text, is_error=True), d.decided_by, name, "other")
         return False
     args, err = tool.validate(raw, ctx)
+    if tid in s.invalid_inputs:
+        args, err = None, s.invalid_inputs.pop(tid)
     title = tool.title(args) if args is not None else name
     s.emit(updates.tool_call(tid, title, tool.kind, raw))
-    outcome = None
+    outcome, preview = None, None
     if args is not None:
         try:
             tool.check(args, ctx)
-        except PathRefused as refused:
+            preview = await tool.preview(args, ctx)
+        except PathRefused as refused:  # also a path swapped for a link between check and preview (H19)
             err, outcome = refused.text(), "refused_outside_workspace"
-    if args is None or err is not None:
+        except Exception as exc:  # odd input never ends the turn (H19); the details are in the log
+            log.exception("tool %s: preparing the call failed", name)
+            err = f"{name} could not prepare the call: {type(exc).__name__}: {exc}"
+    if args is None or err is not None or preview is None:
         d = Decision.invalid_input(err or "invalid_arguments")
         s.p.gate.log(name, d)
         s.p.audit.record(s.id, tid, name, raw, d, outcome=outcome)
@@ -373,7 +392,6 @@ async def _run_one(s: Session, tu: dict[str, Any]) -> bool:
             tool.kind,
         )
         return False
-    preview = await tool.preview(args, ctx)
     s.state = "awaiting_permission"
     try:
         decision = await s.p.gate.decide(name, args, preview, tid, title=title)

@@ -108,6 +108,7 @@ class Session:
         self.state = "idle"
         self.started_tool_ids: set[str] = set()
         self.audited_ids: set[str] = set()
+        self.invalid_inputs: dict[str, str] = {}  # tool_use id -> invalid_arguments text (loop, H19)
         self.turns = 0
         self.title: str | None = None
         self._task: asyncio.Task[str] | None = None

@@ -1,7 +1,8 @@
 """The Tool protocol, tool results, and the `invalid_arguments` text (CONTRACTS.md §2, §5, §11).
 
 Owns: `Tool` (abstract base), `ToolContext`, `ToolOutput`, `PathRefused`, `format_validation_error`,
-`validate_input`. Imports only pydantic and agentd.core.clock-free basics; never a transport library.
+`validate_input`. Imports only pydantic and `agentd.text` (re-exports its `visible`); never a transport
+library.
 
 A tool's input is a pydantic model with `extra="forbid"`; invalid input never reaches `run()` (the loop
 validates first and answers the model with an `is_error` result naming each bad field).
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentd.text import scrub_surrogates
+from agentd.text import visible as visible  # re-exported; the escaping rule lives in agentd.text
 
 Effect = Literal["read", "write", "exec"]
 # ACP ToolKind values (PROTOCOL.md §7.3).
@@ -241,29 +245,12 @@ def truncation_marker(omitted: int, total: int) -> str:
     return f"\n[... {omitted} of {total} bytes omitted ...]\n"
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
-
-
-def visible(text: str, *, one_line: bool = False) -> str:
-    """Text safe to show on a terminal: control characters (ESC, CR, ...) as `\\xNN`, so a command or diff
-    cannot hide what it does (`rm -rf ~ #\\r\\x1b[K$ ls` shows as itself). `one_line` escapes newlines too."""
-    table = dict(_CONTROL)
-    if one_line:
-        table.update({0x0A: "\\n", 0x0D: "\\r"})
-    else:
-        table[0x0D] = "\\r"
-    return text.translate(table)
-
-
 def model_text(text: str, *, secrets: Sequence[str] = (), max_bytes: int = 0) -> str:
     """A tool result as the model may see it (CONTRACTS.md §10, §11; cases C07):
     lone surrogates (undecodable file names) become U+FFFD, so the request can always be encoded; every
     known secret value (the API key, which a command could print from /proc) becomes `[redacted]`; text over
     `max_bytes` (0: no cap) keeps its head and tail around the truncation marker, with the size stated."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    text = scrub_surrogates(text)
     for secret in secrets:
         if secret and secret in text:
             text = text.replace(secret, "[redacted]")

@@ -1,0 +1,162 @@
+"""Text safety: what agentd shows a person (`visible`) and what it may store or send (valid Unicode).
+LEAF: imports only the standard library.
+
+Owns two rules (issue 9, H19 and H20):
+
+- `visible(text)`: the one escaping rule of every approval text and operator line (the terminal approver,
+  the LSP `requestPermission` params and `showMessageRequest` fallback, tool titles, `[Tool]` lines). A
+  character that could make a command or a path look like another is shown as an escape instead of
+  itself: C0/C1 control characters and DEL (`\\x1b`), Unicode bidi controls (`\\u202e`, Trojan Source,
+  CVE-2021-42574), zero-width and other invisible or default-ignorable characters (`\\u200b`, `\\ufeff`,
+  `\\U000e0041`), line/paragraph separators, and every space other than U+0020 (`\\xa0`). Tabs and
+  newlines stay (`one_line=True` escapes newlines too). Escapes are printable ASCII, so `visible` is
+  idempotent. The editor clients implement the same set (editor-clients/*/approval*), tested against
+  `ESCAPED_SAMPLE`.
+- Lone surrogates (`"\\udcff"`: what Python makes of undecodable bytes or of a JSON `\\udcff` escape) are not
+  Unicode text: UTF-8 cannot encode them, so a session log, an audit record or an API request holding one
+  fails. `surrogate_problems()` names where they are; `scrub_surrogates()` replaces each with U+FFFD.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from typing import Any
+
+REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# Default-ignorable code points (Unicode DerivedCoreProperties) that are not in the categories Cc, Cf,
+# Zs, Zl, Zp, Cs (those are escaped by category), plus U+2800, a blank braille pattern used as an
+# invisible letter.
+_INVISIBLE_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
+)
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Zs"})
+
+# One of each kind that must be escaped (the editor clients' tests use the same list).
+ESCAPED_SAMPLE = (
+    "\x00\x07\x1b\x7f\x85\x9b\xa0\xad\u061c\u115f\u180e\u2000\u200b\u200d\u200e\u200f\u2028\u2029"
+    "\u202a\u202e\u2060\u2066\u2069\u206f\u2800\u3000\u3164\ufe0f\ufeff\uffa0\U000e0001\U000e0041\U000e007f"
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def _needs_escape(ch: str) -> bool:
+    if ch == " ":
+        return False
+    cp = ord(ch)
+    if unicodedata.category(ch) in _ESCAPED_CATEGORIES:
+        return True
+    return any(lo <= cp <= hi for lo, hi in _INVISIBLE_RANGES)
+
+
+_NAMED = {"\n": "\\n", "\r": "\\r"}
+_ASCII = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
+_ASCII_TABLE = {**_ASCII, 0x0D: "\\r"}
+_ASCII_ONE_LINE = {**_ASCII_TABLE, 0x0A: "\\n"}
+
+
+def _escape(ch: str) -> str:
+    cp = ord(ch)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if cp < 0x100:
+        return f"\\x{cp:02x}"
+    if cp < 0x10000:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
+def visible(text: str, *, one_line: bool = False) -> str:
+    """`text` safe to show a person (see the module docstring): every character that is not what it looks
+    like becomes `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`. Tabs stay; newlines stay unless `one_line`; a CR is
+    always escaped (it would rewrite the line on a terminal: `rm -rf ~ #\\r$ ls`)."""
+    if text.isascii():
+        return text.translate(_ASCII_ONE_LINE if one_line else _ASCII_TABLE)
+    keep = "\t" if one_line else "\t\n"
+    return "".join(_escape(ch) if ch not in keep and (ch == "\r" or _needs_escape(ch)) else ch for ch in text)
+
+
+# ---- lone surrogates ---------------------------------------------------------------------------------
+
+
+def has_surrogates(text: str) -> bool:
+    """True when `text` holds a lone surrogate (U+D800..U+DFFF), so UTF-8 cannot encode it."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
+def surrogate_problems(value: Any) -> list[tuple[str, str]]:
+    """Every string (dict keys included) in the JSON-like `value` that holds a lone surrogate, as
+    `(dotted location, "U+DCFF")` pairs in document order (`todos.0.content`; `input` for `value`
+    itself). Iterative, so any nesting depth is fine."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, loc = stack.pop()
+        if isinstance(item, str):
+            if has_surrogates(item):
+                bad = _SURROGATE.search(item)
+                assert bad is not None
+                found.append((scrub_surrogates(loc or "input"), f"U+{ord(bad.group()):04X}"))
+        elif isinstance(item, dict):
+            children = []
+            for key, child in item.items():
+                where = f"{loc}.{key}" if loc else str(key)
+                if isinstance(key, str) and has_surrogates(key):
+                    found.append((scrub_surrogates(where), "a key"))
+                children.append((child, where))
+            stack.extend(reversed(children))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed([(c, f"{loc}.{i}" if loc else str(i)) for i, c in enumerate(item)]))
+    return found
+
+
+def scrub_surrogates(value: Any) -> Any:
+    """A copy of the JSON-like `value` with every lone surrogate (in strings and dict keys) replaced by
+    U+FFFD; containers are copied only when something changes. Iterative, so any nesting depth is fine."""
+    if isinstance(value, str):
+        return _SURROGATE.sub(REPLACEMENT, value) if has_surrogates(value) else value
+    if not surrogate_problems(value):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        if isinstance(item, str):
+            parent[slot] = scrub_surrogates(item)
+        elif isinstance(item, dict):
+            new: dict[Any, Any] = {}
+            parent[slot] = new
+            for key, child in item.items():
+                fixed = scrub_surrogates(key) if isinstance(key, str) else key
+                new[fixed] = None
+                stack.append((child, new, fixed))
+        elif isinstance(item, (list, tuple)):
+            items: list[Any] = [None] * len(item)
+            parent[slot] = items
+            stack.extend((child, items, i) for i, child in enumerate(item))
+        else:
+            parent[slot] = item
+    return root[0]
+
+
+def surrogate_error(problems: list[tuple[str, str]]) -> str:
+    """The model-facing `invalid_arguments` text (CONTRACTS.md §11) for input holding lone surrogates."""
+    parts = [
+        f"{loc}: not valid Unicode (a lone surrogate {what}, e.g. from undecodable bytes); send UTF-8 text"
+        if what != "a key"
+        else f"{loc}: a key that is not valid Unicode (a lone surrogate); send UTF-8 text"
+        for loc, what in problems
+    ]
+    return "invalid_arguments: " + "; ".join(parts)
