@@ -41,14 +41,14 @@ end
 local tool_line
 
 --- The text of a block (streamed text is kept as pieces, joined on demand: no copy per chunk).
-local function text(b)
+local function block_text(b)
   if b.parts then
     b.text = (b.text or '') .. table.concat(b.parts)
     b.parts = nil
   end
   return b.text or ''
 end
-M.text = text
+M.text = block_text
 
 --- The rendered lines of a block; `prev` is the last line before it (nil at the top).
 local function build(b, prev)
@@ -62,12 +62,12 @@ local function build(b, prev)
     if prev ~= nil and prev ~= '' then
       out[#out + 1] = ''
     end
-    add_text(text(b), '> ')
+    add_text(block_text(b), '> ')
     out[#out + 1] = ''
   elseif b.kind == 'agent' then
-    add_text(text(b), '')
+    add_text(block_text(b), '')
   elseif b.kind == 'thought' then
-    add_text(text(b), '│ ')
+    add_text(block_text(b), '│ ')
   elseif b.kind == 'tool' then
     out[#out + 1] = tool_line(b)
   elseif b.kind == 'note' then
@@ -174,7 +174,7 @@ function M.chunk(s, u)
   if b and b.kind == kind and b.id == u.messageId and kind ~= 'user' then
     append(s, b, text_of(u.content))
   elseif b and b.kind == kind and b.id == u.messageId then
-    b.text = text(b) .. text_of(u.content)
+    b.text = block_text(b) .. text_of(u.content)
     refresh(s, b)
   else
     push(s, { kind = kind, id = u.messageId, text = text_of(u.content) })

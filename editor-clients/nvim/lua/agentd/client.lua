@@ -203,8 +203,7 @@ function M.start(root)
   cfg.root_dir = root
   cfg.workspace_folders = nil
   if type(cfg.cmd) == 'table' and vim.fn.executable(cfg.cmd[1]) == 0 then
-    return nil,
-      ('%s is not executable; install agentd or set cmd in require("agentd").setup()'):format(cfg.cmd[1])
+    return nil, ('%s is not executable; install agentd or set cmd in require("agentd").setup()'):format(cfg.cmd[1])
   end
   local id = vim.lsp.start(cfg, { attach = false, silent = true })
   if not id then
@@ -417,36 +416,40 @@ function M.with_session(cb, opts)
     return notify('no session in this workspace yet; :Agentd {prompt} starts one')
   end
   join(root, cb)
-  M.with_client(function(c)
-    local s = M.active_session(root)
-    -- `agentd --resume`: its load (scheduled by on_init) resolves the session; so does a running load
-    if M.announced[c.id] or (s and s.state == 'loading' and s.client_id == c.id) then
-      return
-    end
-    if s and s.client_id == c.id and not s.detached then
-      return settle(root, s, c)
-    end
-    if s and s.detached and s.id then
-      return M.load(c, root, { sessionId = s.id, cwd = s.cwd, title = s.title })
-    end
-    if opts.existing then
-      settle(root, nil)
-      return notify('no session in this workspace yet; :Agentd {prompt} starts one')
-    end
-    if not config.options.auto_resume then
-      return M.new(c, root)
-    end
-    M.request(c, methods.session_list, { cwd = root }, function(err, res)
-      for _, item in ipairs((not err and res and res.sessions) or {}) do
-        if unlocked(item) then
-          return M.load(c, root, item)
-        end
+  M.with_client(
+    function(c)
+      local s = M.active_session(root)
+      -- `agentd --resume`: its load (scheduled by on_init) resolves the session; so does a running load
+      if M.announced[c.id] or (s and s.state == 'loading' and s.client_id == c.id) then
+        return
       end
-      M.new(c, root)
-    end)
-  end, root, function()
-    settle(root, nil)
-  end)
+      if s and s.client_id == c.id and not s.detached then
+        return settle(root, s, c)
+      end
+      if s and s.detached and s.id then
+        return M.load(c, root, { sessionId = s.id, cwd = s.cwd, title = s.title })
+      end
+      if opts.existing then
+        settle(root, nil)
+        return notify('no session in this workspace yet; :Agentd {prompt} starts one')
+      end
+      if not config.options.auto_resume then
+        return M.new(c, root)
+      end
+      M.request(c, methods.session_list, { cwd = root }, function(err, res)
+        for _, item in ipairs((not err and res and res.sessions) or {}) do
+          if unlocked(item) then
+            return M.load(c, root, item)
+          end
+        end
+        M.new(c, root)
+      end)
+    end,
+    root,
+    function()
+      settle(root, nil)
+    end
+  )
 end
 
 --- Builds the prompt's content blocks: the text, plus the selected lines as a `resource`.
@@ -720,8 +723,8 @@ function M.on_update(_, params, ctx)
       M.reload_changed(s, s.chat.tools[u.toolCallId])
     end
   elseif kind == 'plan' then
-    local meta = u._meta and u._meta.agentd or {}
-    s.plan = { entries = u.entries or {}, snapshot = meta.snapshot }
+    local plan_meta = u._meta and u._meta.agentd or {}
+    s.plan = { entries = u.entries or {}, snapshot = plan_meta.snapshot }
     plan().show(s)
   elseif kind == 'usage_update' then
     s.usage = u
@@ -831,12 +834,7 @@ function M.on_apply_edit(err, params, ctx)
     return { applied = false, failureReason = reason }
   end
   local result = vim.lsp.handlers['workspace/applyEdit'](err, params, ctx)
-  if
-    result
-    and result.applied
-    and type(params.label) == 'string'
-    and vim.startswith(params.label, 'agentd:')
-  then
+  if result and result.applied and type(params.label) == 'string' and vim.startswith(params.label, 'agentd:') then
     for _, uri in ipairs(edited_uris(params.edit or {})) do
       local bufnr = vim.uri_to_bufnr(uri)
       if vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].modified then

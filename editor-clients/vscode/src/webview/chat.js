@@ -8,7 +8,7 @@
 // item arrives, the turn ends), so a long reply costs linear, not quadratic, work.
 // @ts-check
 (function () {
-  // @ts-ignore: provided by VS Code inside webviews
+  // @ts-expect-error: provided by VS Code inside webviews
   const vscode = acquireVsCodeApi();
   const log = /** @type {HTMLElement} */ (document.getElementById("log"));
   const empty = /** @type {HTMLElement} */ (document.getElementById("empty"));

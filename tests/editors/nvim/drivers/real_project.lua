@@ -29,7 +29,9 @@ L.run(function()
   out.session = s.id
 
   -- kill -9 the daemon that holds the session
-  local lock = vim.json.decode(table.concat(vim.fn.readfile(os.getenv('AGENTD_DATA_DIR') .. '/sessions/' .. s.id .. '/lock'), '\n'))
+  local lock = vim.json.decode(
+    table.concat(vim.fn.readfile(os.getenv('AGENTD_DATA_DIR') .. '/sessions/' .. s.id .. '/lock'), '\n')
+  )
   local old_client = L.client()
   out.lock_pid_is_daemon = vim.fn.getpid() ~= lock.pid and type(lock.pid) == 'number'
   vim.uv.kill(lock.pid, 'sigkill')

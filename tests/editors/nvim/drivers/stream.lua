@@ -27,7 +27,8 @@ L.run(function()
       updates[#updates + 1] = { sessionUpdate = 'tool_call_update', toolCallId = 'c1', status = 'completed' }
     end
   end
-  updates[#updates + 1] = { sessionUpdate = 'user_message_chunk', messageId = 'u2', content = { type = 'text', text = 'next' } }
+  updates[#updates + 1] =
+    { sessionUpdate = 'user_message_chunk', messageId = 'u2', content = { type = 'text', text = 'next' } }
   updates[#updates + 1] =
     { sessionUpdate = 'agent_message_chunk', messageId = 'm2', content = { type = 'text', text = 'dropped' } }
   updates[#updates + 1] = {
