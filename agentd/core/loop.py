@@ -144,7 +144,9 @@ async def _request(s: Session) -> tuple[ModelResponse, str]:
             finished.append(ev.block)
 
     def on_retry(attempt: int, delay: float, err: ProviderError) -> None:
-        """A retry voids the partial reply: text shown so far is retracted by the next reply's first chunk."""
+        """A retry voids the partial reply: text shown so far is retracted by the next reply's first chunk.
+        The editor hears of the retry at once (a `retry` update: why, and how long until the next try)."""
+        s.emit(updates.retry(attempt, delay, err.message, err.http_status))
         finished.clear()
         if streamed[0]:
             retract[0] = ids[-1]

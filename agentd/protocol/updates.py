@@ -2,7 +2,7 @@
 
 Owns: one pydantic model per §7.2 variant agentd sends (`AgentMessageChunk`, `AgentThoughtChunk`,
 `UserMessageChunk`, `ToolCall`, `ToolCallUpdate`, `Plan`, `UsageUpdate`, `SessionInfoUpdate`,
-`CurrentModeUpdate`), `SessionUpdate` (their union, discriminated on `sessionUpdate`), and the builders the
+`CurrentModeUpdate`, and the agentd-only `Retry`), `SessionUpdate` (their union, discriminated on `sessionUpdate`), and the builders the
 core calls. The models are the single source of the editor clients' update types (PROTOCOL.md §13); they
 allow unknown properties and keep `_meta`, so they accept both a builder's output and what the LSP bridge
 sends after normalising it (`agentd.adapters.lsp.bridge`: `messageId` moved to the top level of chunks,
@@ -152,6 +152,18 @@ class CurrentModeUpdate(_Update):
     current_mode_id: str
 
 
+class Retry(_Update):
+    """agentd-only (§7.2): a model request failed and is retried after `delayS` seconds. `attempt` is the
+    number of the attempt that failed (1-based); `message` says why, as the provider error reads. Transient:
+    not stored, not replayed."""
+
+    session_update: Literal["retry"]
+    attempt: int
+    delay_s: float
+    message: str
+    http_status: int | None = None
+
+
 SessionUpdate = Annotated[
     AgentMessageChunk
     | AgentThoughtChunk
@@ -161,7 +173,8 @@ SessionUpdate = Annotated[
     | Plan
     | UsageUpdate
     | SessionInfoUpdate
-    | CurrentModeUpdate,
+    | CurrentModeUpdate
+    | Retry,
     Field(discriminator="session_update"),
 ]
 
@@ -212,3 +225,16 @@ def plan(entries: list[dict[str, Any]], snapshot: str) -> dict[str, Any]:
 
 def usage_update(usage: dict[str, Any], totals: dict[str, Any], line: str) -> dict[str, Any]:
     return {"sessionUpdate": "usage_update", "_meta": _meta(usage=usage, totals=totals, line=line)}
+
+
+def retry(attempt: int, delay_s: float, message: str, http_status: int | None = None) -> dict[str, Any]:
+    """The `retry` update (§7.2): attempt `attempt` (1-based) failed; the next starts in `delay_s` seconds."""
+    update: dict[str, Any] = {
+        "sessionUpdate": "retry",
+        "attempt": attempt,
+        "delayS": round(delay_s, 3),
+        "message": message,
+    }
+    if http_status is not None:
+        update["httpStatus"] = http_status
+    return update

@@ -241,6 +241,11 @@ async def test_a_retry_retracts_the_partial_reply_once(make_harness):
         [None] * (len(chunks) - 1),
     )
     assert "".join(c["content"]["text"] for c in chunks[first_new:]) == "the final reply"
+    # PROTOCOL.md §7.2: the editor hears of the retry when it happens, before the new reply streams
+    kinds = [u["sessionUpdate"] for u in h.updates]
+    retries = [u for u in h.updates if u["sessionUpdate"] == "retry"]
+    assert [(r["attempt"], r["message"].startswith("Scripted provider")) for r in retries] == [(1, True)]
+    assert kinds.index("retry") < kinds.index("agent_message_chunk", kinds.index("retry"))
     assert h.session.p.context.messages[-1] == {
         "role": "assistant",
         "content": [{"type": "text", "text": "the final reply"}],

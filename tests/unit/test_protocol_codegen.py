@@ -116,6 +116,8 @@ _BUILT = [
         updates.Plan,
     ),
     (updates.plan([], '{"todos":[]}'), updates.Plan),
+    (updates.retry(1, 4.0, "Anthropic is unavailable (HTTP 529): Overloaded", 529), updates.Retry),
+    (updates.retry(2, 0.5, "Anthropic stream failed (overloaded_error)"), updates.Retry),
     (
         updates.usage_update({"inputTokens": 3, "outputTokens": 96}, {"costUsd": 0.1}, "[turn]"),
         updates.UsageUpdate,
@@ -174,7 +176,7 @@ def test_every_update_example_of_protocol_md_validates() -> None:
     kinds = {type(adapter.validate_python(e)).__name__ for e in examples}
     assert kinds == {
         "AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk", "ToolCall", "ToolCallUpdate", "Plan",
-        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate",
+        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate", "Retry",
     }  # fmt: skip
 
 
@@ -192,7 +194,7 @@ def test_typescript_types_the_update_union() -> None:
     union = next(ln for ln in ts.splitlines() if ln.startswith("export type SessionUpdate = "))
     assert union.split(" = ", 1)[1].rstrip(";").split(" | ") == [
         "AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk", "ToolCall", "ToolCallUpdate", "Plan",
-        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate",
+        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate", "Retry",
     ]  # fmt: skip
     assert '  sessionUpdate: "tool_call_update";' in ts
     info = ts[ts.index("export interface SessionInfoUpdate {") :].split("}\n", 1)[0]
@@ -202,3 +204,33 @@ def test_typescript_types_the_update_union() -> None:
     assert "SessionUpdate" in doc["$defs"]
     summary = ts[ts.index("export interface ToolCallSummary {") :].split("}\n", 1)[0]
     assert "  content?: ToolCallContent[];" in summary  # the §7.3 shapes in a permission request too
+
+
+def test_permission_options_validate_and_the_prefix_option_replaces_the_whole_tool_grant() -> None:
+    """PROTOCOL.md §6.10: "always" for a command with a prefix is the prefix rule, never every command;
+    every option (and the §6.10 examples) validates against `PermissionOption`."""
+    from agentd.protocol.approvals import PermissionOption, permission_options
+
+    base = permission_options("write_file")
+    assert [(o["optionId"], o["kind"]) for o in base] == [
+        ("allow_once", "allow_once"), ("allow_always", "allow_always"), ("reject_once", "reject_once"),
+        ("reject_always", "reject_always")]  # fmt: skip
+    cmd = permission_options("run_command", prefix="npm test")
+    assert [o["optionId"] for o in cmd] == [
+        "allow_once",
+        "allow_always_prefix",
+        "reject_once",
+        "reject_always",
+    ]
+    assert cmd[1] == {
+        "optionId": "allow_always_prefix",
+        "name": "Always allow `npm test` commands in this session",
+        "kind": "allow_always",
+        "_meta": {"agentd": {"rule": "run_command(npm test)", "prefix": "npm test"}},
+    }
+    text = (schema.REPO / "docs" / "design" / "PROTOCOL.md").read_text(encoding="utf-8")
+    section = text[text.index("### 6.10") : text.index("### 6.11")]
+    examples = [json.loads(m) for m in re.findall(r'```json\n\s*(\{"optionId".*?)\s*```', section, re.S)]
+    assert examples == [cmd[1]]
+    for o in [*base, *cmd, *examples]:
+        assert PermissionOption.model_validate(o).wire() == o

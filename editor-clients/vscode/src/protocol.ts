@@ -115,6 +115,11 @@ export interface NewSessionResult {
   modes?: SessionModeState;
 }
 
+/** One answer the user can pick (ACP `PermissionOption`). `optionId` is unique within the request; the
+ * four base options use their kind as id. An option that adds a permission rule carries it in
+ * `_meta.agentd.rule` (the rule form of CONTRACTS.md §5, e.g. `run_command(npm test)`) and, for a
+ * command prefix, the prefix in `_meta.agentd.prefix`.
+ */
 export interface PermissionOption {
   _meta?: Record<string, unknown>;
   optionId: string;
@@ -173,6 +178,19 @@ export interface ResourceLinkBlock {
   name: string;
   mimeType?: string;
   size?: number;
+}
+
+/** agentd-only (§7.2): a model request failed and is retried after `delayS` seconds. `attempt` is the
+ * number of the attempt that failed (1-based); `message` says why, as the provider error reads. Transient:
+ * not stored, not replayed.
+ */
+export interface Retry {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "retry";
+  attempt: number;
+  delayS: number;
+  message: string;
+  httpStatus?: number;
 }
 
 export interface SelectedOutcome {
@@ -238,7 +256,7 @@ export interface SessionStatus {
   updatedAt?: string;
 }
 
-export type SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCall | ToolCallUpdate | Plan | UsageUpdate | SessionInfoUpdate | CurrentModeUpdate;
+export type SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCall | ToolCallUpdate | Plan | UsageUpdate | SessionInfoUpdate | CurrentModeUpdate | Retry;
 
 export interface SetModeParams {
   _meta?: Record<string, unknown>;
