@@ -24,6 +24,16 @@ from pydantic import Field
 
 from agentd.tools.base import Preview, StrictInput, Tool, ToolContext, ToolOutput
 from agentd.tools.paths import atomic_write, display_path, list_tree, open_for_read, resolve_in_workspace
+from agentd.tools.textstyle import (
+    BOM_CHAR,
+    Loaded,
+    conform,
+    count_occurrences,
+    decode,
+    encode,
+    find_spans,
+    replace_spans,
+)
 
 BINARY_SNIFF_BYTES = 8192
 LIST_MAX_ENTRIES = 1000
@@ -72,12 +82,13 @@ def _not_text(raw: str, tool: str) -> ToolOutput:
     return ToolOutput(content=f"{raw} is a binary file; {tool} works on UTF-8 text only.", is_error=True)
 
 
-def _load_text(raw: str, ctx: ToolContext) -> tuple[Path, str | None]:
-    """(real path, current text or None if the file does not exist) for a write; the buffer wins."""
+def _load_text(raw: str, ctx: ToolContext) -> tuple[Path, Loaded | None]:
+    """(real path, current text and BOM, or None if the file does not exist) for a write; the editor's
+    buffer wins over the disk."""
     real = resolve_in_workspace(raw, ctx.roots, for_write=True)
     buf = _buffer(ctx, real)
     if buf is not None:
-        return real, buf
+        return real, Loaded(buf)
     try:
         with open_for_read(raw, ctx.roots) as f:
             data = f.read()
@@ -86,7 +97,7 @@ def _load_text(raw: str, ctx: ToolContext) -> tuple[Path, str | None]:
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise _NotText
     try:
-        return real, data.decode("utf-8")
+        return real, decode(data)
     except UnicodeDecodeError:
         raise _NotText from None
 
@@ -187,6 +198,8 @@ class ReadFile(_PathTool):
             text = None
         if text is None:
             return _not_text(args.path, "read_file")
+        if offset == 1:
+            text = text.removeprefix(BOM_CHAR)  # kept on disk by the writes (H2), never shown
         if total == 0 and offset > 1:
             noun = "line" if file_lines == 1 else "lines"
             msg = f"offset {offset} is past the end of {args.path} ({file_lines} {noun})."
@@ -280,10 +293,10 @@ class WriteFileInput(StrictInput):
     content: str = Field(description="The complete new content of the file (UTF-8 text).")
 
 
-def _write(raw: str, real: Path, old: str | None, new: str, ctx: ToolContext, line: int) -> ToolOutput:
+def _write(raw: str, real: Path, old: str | None, new: Loaded, ctx: ToolContext, line: int) -> ToolOutput:
     """Write `new` atomically; the result carries the diff of PROTOCOL.md §7.3 (content set by the caller)."""
     try:
-        data = new.encode("utf-8")
+        data = encode(new.text, new.bom)
         atomic_write(raw, data, ctx.roots)
     except UnicodeEncodeError:
         return ToolOutput(
@@ -294,18 +307,20 @@ def _write(raw: str, real: Path, old: str | None, new: str, ctx: ToolContext, li
     return ToolOutput(
         content="",
         locations=[{"path": str(real), "line": line}],
-        diff={"path": str(real), "oldText": old, "newText": new},
+        diff={"path": str(real), "oldText": old, "newText": new.text},
         raw_output={"bytes": len(data), "appliedVia": "disk"},
     )
 
 
 async def _apply(
-    raw: str, real: Path, old: str | None, new: str, ctx: ToolContext, line: int, title: str
+    raw: str, real: Path, old: str | None, new: Loaded, ctx: ToolContext, line: int, title: str
 ) -> ToolOutput:
     """Through the editor when the file is open there (PROTOCOL.md §8.2), else `_write` to disk; an open
-    file is never written to disk behind the editor's back."""
+    file is never written to disk behind the editor's back (the editor keeps the file's BOM itself)."""
     answer = (
-        await ctx.editor.apply_edit(real, old, new, f"agentd: {title}") if ctx.editor is not None else None
+        await ctx.editor.apply_edit(real, old, new.text, f"agentd: {title}")
+        if ctx.editor is not None
+        else None
     )
     if answer is None:
         return _write(raw, real, old, new, ctx, line)
@@ -316,8 +331,8 @@ async def _apply(
     return ToolOutput(
         content=note or "",
         locations=[{"path": str(real), "line": line}],
-        diff={"path": str(real), "oldText": old, "newText": new},
-        raw_output={"bytes": len(new.encode("utf-8")), "appliedVia": "editor"},
+        diff={"path": str(real), "oldText": old, "newText": new.text},
+        raw_output={"bytes": len(new.text.encode("utf-8")), "appliedVia": "editor"},
     )
 
 
@@ -330,19 +345,22 @@ class _EditProblem(Exception):
     """An edit that cannot apply; `str()` is the model-facing text."""
 
 
-def _planned(plan: tuple[str, int, int] | str) -> tuple[str, int, int]:
+def _planned(plan: tuple[Loaded, int, int] | str) -> tuple[Loaded, int, int]:
     if isinstance(plan, str):
         raise _EditProblem(plan)
     return plan
 
 
-def _diff_preview(verb: str, raw: str, ctx: ToolContext, new_of: Callable[[str | None], str]) -> Preview:
+def _diff_preview(
+    verb: str, raw: str, ctx: ToolContext, new_of: Callable[[Loaded | None], Loaded]
+) -> Preview:
     """The approval preview of a write (CONTRACTS.md §5): path and unified diff, or why there is none."""
     real = resolve_in_workspace(raw, ctx.roots, for_write=True)
     rel = display_path(real, ctx.roots)
     try:
-        _, old = _load_text(raw, ctx)
-        new = new_of(old)
+        _, loaded = _load_text(raw, ctx)
+        old = loaded.text if loaded is not None else None
+        new = new_of(loaded).text
     except (OSError, _NotText):
         return Preview(summary=f"{verb} {rel} (not a readable text file)", path=str(real))
     except _EditProblem as exc:
@@ -358,7 +376,8 @@ class WriteFile(_PathTool):
     name = "write_file"
     description = (
         "Create a file or replace its whole content. Parent directories are created as needed. The file"
-        " keeps its permissions. To change part of an existing file, prefer edit_file."
+        " keeps its permissions, BOM and CRLF line endings (unless the content uses CRLF itself). To"
+        " change part of an existing file, prefer edit_file."
     )
     terse_description = "Create or overwrite a file with the given content."
     effect = "write"
@@ -367,7 +386,7 @@ class WriteFile(_PathTool):
     verb, for_write = "Write", True
 
     async def preview(self, args: Any, ctx: ToolContext) -> Preview:
-        return _diff_preview("Write", args.path, ctx, lambda old: args.content)
+        return _diff_preview("Write", args.path, ctx, lambda old: conform(args.content, old))
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         try:
@@ -377,9 +396,9 @@ class WriteFile(_PathTool):
             real, old, existed = resolve_in_workspace(args.path, ctx.roots, for_write=True), None, True
         except OSError as exc:
             return _os_error(args.path, exc)
-        out = await _apply(
-            args.path, real, old, args.content, ctx, 1, f"Write {display_path(real, ctx.roots)}"
-        )
+        new = conform(args.content, old)
+        old_text = old.text if old is not None else None
+        out = await _apply(args.path, real, old_text, new, ctx, 1, f"Write {display_path(real, ctx.roots)}")
         if not out.is_error and out.raw_output is not None:
             n = out.raw_output["bytes"]
             out.content = _with_note(
@@ -400,13 +419,18 @@ class EditFileInput(StrictInput):
     replace_all: bool = Field(False, description="Replace every occurrence of old_string. Default: false.")
 
 
-def plan_edit(raw: str, old: str | None, args: EditFileInput) -> tuple[str, int, int] | str:
-    """(new text, occurrences replaced, 1-based first changed line), or the model-facing error text."""
+def plan_edit(raw: str, loaded: Loaded | None, args: EditFileInput) -> tuple[Loaded, int, int] | str:
+    """(new text with the file's BOM, occurrences replaced, 1-based first changed line), or the
+    model-facing error text. Matching and the new text follow the file's style (`textstyle`, H2)."""
     if args.old_string == args.new_string:
         return "old_string and new_string are identical; nothing would change."
-    if old is None:
+    if loaded is None:
         return f"{raw} does not exist; use write_file to create it."
-    count = old.count(args.old_string)
+    old, find, put = loaded.text, args.old_string, args.new_string
+    if loaded.bom and find.startswith(BOM_CHAR):  # the model copied the BOM: it is not part of the text
+        find, put = find[1:], put.removeprefix(BOM_CHAR)
+    spans = find_spans(old, find) if find else []
+    count = len(spans) if args.replace_all or not spans else count_occurrences(old, find)
     if count == 0:
         return (
             f"old_string was not found in {raw}; read the file again and copy the exact text,"
@@ -417,9 +441,16 @@ def plan_edit(raw: str, old: str | None, args: EditFileInput) -> tuple[str, int,
             f"old_string occurs {count} times in {raw}; add surrounding context to make it unique,"
             " or set replace_all to true."
         )
-    new = old.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
-    line = old[: old.index(args.old_string)].count("\n") + 1
-    return new, (count if args.replace_all else 1), line
+    if not args.replace_all:
+        spans = spans[:1]
+    new = replace_spans(old, spans, find, put)
+    if new == old:
+        return (
+            "The edit would not change the file: old_string and new_string differ only in line endings,"
+            " and an edit keeps the file's (use write_file to change them)."
+        )
+    line = old[: spans[0][0]].count("\n") + 1
+    return Loaded(new, loaded.bom), len(spans), line
 
 
 class EditFile(_PathTool):
@@ -427,8 +458,10 @@ class EditFile(_PathTool):
 
     name = "edit_file"
     description = (
-        "Replace exact text in a file: old_string must match the file byte for byte (read the file"
-        " first) and occur exactly once, unless replace_all is true. Use write_file to create files."
+        "Replace exact text in a file: old_string must match the file's text exactly (read the file"
+        " first; a line break may be written as \\n whatever the file uses) and occur exactly once, unless"
+        " replace_all is true. The file keeps its line endings, BOM and final newline. Use write_file to"
+        " create files."
     )
     terse_description = (
         "Replace old_string with new_string in a file (exact match, unique unless replace_all)."
@@ -452,7 +485,9 @@ class EditFile(_PathTool):
         if isinstance(plan, str):
             return ToolOutput(content=plan, is_error=True)
         new, count, line = plan
-        out = await _apply(args.path, real, old, new, ctx, line, f"Edit {display_path(real, ctx.roots)}")
+        old_text = old.text if old is not None else None
+        title = f"Edit {display_path(real, ctx.roots)}"
+        out = await _apply(args.path, real, old_text, new, ctx, line, title)
         if not out.is_error:
             via = (out.raw_output or {}).get("appliedVia", "disk")
             text = f"Edited {args.path}: replaced {count} occurrence{'s' if count != 1 else ''}."
