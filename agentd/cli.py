@@ -39,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdio", action="store_true", help="LSP over stdin/stdout (the default; for editors)")
     mode.add_argument("--socket", metavar="PATH", help="LSP on a Unix domain socket (mode 0600)")
     mode.add_argument("--tcp", metavar="PORT", type=int, help="LSP on 127.0.0.1:PORT with a token")
-    mode.add_argument("--acp", action="store_true", help="ACP v1 on stdin/stdout")
+    mode.add_argument(
+        "--acp", action="store_true", help=argparse.SUPPRESS
+    )  # hidden until the ACP adapter exists
     p.add_argument(
         "--exit-when-idle",
         metavar="SECONDS",
@@ -60,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--log-file", metavar="FILE", help="write the log here instead of stderr")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
-    sub = p.add_subparsers(dest="command", metavar="{run,demo,sessions}")
+    sub = p.add_subparsers(dest="command", metavar="{run,demo,sessions,audit}")
 
     run = sub.add_parser("run", help="run one turn of the agent in the terminal")
     run.add_argument("--workspace", metavar="DIR", default=".", help="the project folder (default: .)")
@@ -91,7 +93,28 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["jsonl", "markdown"], required=True)
     rm = ss.add_parser("rm", help="delete a session (refused while locked)")
     rm.add_argument("id")
+    _add_audit_parser(sub)
     return p
+
+
+def _add_audit_parser(sub: Any) -> None:
+    """`agentd audit verify SESSION_ID` (PROTOCOL.md §3.1; issue 9 H6)."""
+    audit = sub.add_parser("audit", help="check a session's audit log")
+    audit.add_argument("--data-dir", dest="run_data_dir", metavar="DIR", help="as agentd --data-dir")
+    verbs = audit.add_subparsers(dest="audit_command", metavar="{verify}", required=True)
+    verify = verbs.add_parser(
+        "verify", help="check the hash chain; exit 0 intact, 8 broken (a record missing, edited or moved)"
+    )
+    verify.add_argument("id", metavar="SESSION_ID")
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """Print the report of `agentd audit verify` on stdout; its exit code (0 intact, 8 broken)."""
+    from agentd.audit_verify import verify_session
+
+    report = verify_session(_data_dir(args), args.id)
+    sys.stdout.write(report.render())
+    return report.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             from agentd.sessions_cli import sessions_command
 
             code = sessions_command(args, _data_dir(args))
+        elif args.command == "audit":
+            code = _audit(args)
         else:
             code = _serve(args)
     except AgentdError as err:

@@ -5,6 +5,9 @@
 - Before agentd is imported, HOME, XDG_* and AGENTD_DATA_DIR point at a session tmp dir; a session-end
   guard fails the run if agentd's paths under the real HOME changed.
 - In-process sockets may connect to loopback only.
+- At the end of every pytest run, `agentd audit verify` (its function) checks every session the run left in
+  a tmp dir or the isolated data dir; a broken audit log fails the run (issue 9 H6). A test that breaks
+  one on purpose writes `AUDIT_TAMPERED_ON_PURPOSE` into its data dir.
 """
 
 from __future__ import annotations
@@ -115,11 +118,47 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="slow reliability: set AGENTD_RELIABILITY=1"))
 
 
+_TMP_ROOTS: list[Path] = [_SESSION_TMP]
+TAMPERED_MARK = "AUDIT_TAMPERED_ON_PURPOSE"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _audit_sweep_root(tmp_path_factory: pytest.TempPathFactory) -> None:
+    _TMP_ROOTS.append(tmp_path_factory.getbasetemp())
+
+
+def broken_audit_logs(roots: list[Path]) -> tuple[int, list[str]]:
+    """(sessions checked, reports of the broken ones) for every `sessions/<id>/log.jsonl` under `roots`,
+    except in data dirs marked TAMPERED_MARK (H6: verify passes on every session the tests leave behind)."""
+    from agentd.audit_verify import verify_session
+    from agentd.persistence.paths import DataDir
+
+    checked, broken = 0, []
+    for root in roots:
+        for log_path in sorted(root.rglob("sessions/*/log.jsonl")):
+            data_dir = log_path.parent.parent.parent
+            if (data_dir / TAMPERED_MARK).exists():
+                continue
+            checked += 1
+            report = verify_session(DataDir(data_dir), log_path.parent.name)
+            if not report.ok:
+                broken.append(f"{data_dir}: {report.render().strip()}")
+    return checked, broken
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     after = _real_agentd_paths()
     if after != _BEFORE:
         session.exitstatus = 1
         print(f"\nHOME GUARD: agentd paths under the real HOME changed: {_BEFORE} -> {after}")
+    checked, broken = broken_audit_logs(_TMP_ROOTS)
+    print(f"\naudit sweep: agentd audit verify checked {checked} sessions left by this run")
+    if broken:
+        session.exitstatus = 1
+        print(
+            f"\nAUDIT SWEEP: {len(broken)} of {checked} sessions have a broken audit log:\n"
+            + "\n".join(broken)
+        )
 
 
 @pytest.fixture

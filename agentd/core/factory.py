@@ -82,7 +82,7 @@ def _parts(
         on_grant=persist_grant,
     )
     secrets = secrets_of(settings)
-    audit = AuditLog(data_dir.audit_path(session_id), secrets=secrets)
+    audit = AuditLog(data_dir.audit_path(session_id), secrets=secrets, write_blob=store.write_blob)
     root = Path(os.path.realpath(cwd))
     tool_ctx = ToolContext(
         root=root,

@@ -134,12 +134,14 @@ async def test_q7_todo_write_is_allowed_by_rule_without_asking_and_is_audited(tm
     audit = AuditLog(tmp_path / "audit.jsonl", now=lambda: datetime(2026, 9, 1, tzinfo=UTC))
     audit.record("sess_1", "toolu_01", "todo_write", raw, decision)
     [record] = audit.records()
-    assert {k: v for k, v in record.items() if k != "inputDigest"} == {
+    assert {k: v for k, v in record.items() if k not in ("inputDigest", "prev")} == {
+        "v": 1,
+        "seq": 1,
         "at": "2026-09-01T00:00:00.000Z",
         "sessionId": "sess_1",
         "toolUseId": "toolu_01",
         "tool": "todo_write",
-        "inputSummary": {"todos": [{"content": "编写 README", "status": "pending"}]},
+        "input": {"todos": [{"content": "编写 README", "status": "pending"}]},
         "decision": "allow",
         "decidedBy": "rule",
         "rule": "default:todo_write=allow",
