@@ -74,6 +74,7 @@ class Context:
     def __init__(self, *, prompt_caching: bool = True, moving_ttl: TTL = "1h") -> None:
         self._messages: list[Message] = []
         self._nblocks = 0  # content blocks in _messages, kept current by every mutation
+        self._tool_use_ids: set[str] = set()  # every tool_use id stored so far (compacted ones included)
         self.prompt_caching = prompt_caching
         self.moving_ttl: TTL = moving_ttl
         self.estimator = Estimator()
@@ -137,11 +138,22 @@ class Context:
             msg.update(extra if adopt else copy.deepcopy(extra))
         self._messages.append(msg)
         self._nblocks += len(blocks)
+        self._tool_use_ids.update(str(b.get("id")) for b in blocks if b.get("type") == "tool_use")
         return True
 
     def drop_last(self) -> None:
         """Remove the message just appended: the rollback when persisting it failed (persist before apply)."""
-        self._nblocks -= len(self._messages.pop()["content"])
+        msg = self._messages.pop()
+        self._nblocks -= len(msg["content"])
+        if msg["role"] == "assistant":
+            self._tool_use_ids.difference_update(
+                str(b.get("id")) for b in msg["content"] if b.get("type") == "tool_use"
+            )
+
+    def tool_use_ids(self) -> set[str]:
+        """Every tool_use id stored so far, those replaced by a summary included (so a new reply never
+        reuses one; `unique_tool_use_ids`). The live set: read-only for the caller."""
+        return self._tool_use_ids
 
     def open_tool_use_ids(self) -> list[str]:
         """Ids of tool_use blocks in the last assistant message that have no tool_result after them."""

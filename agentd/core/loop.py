@@ -16,6 +16,7 @@ from typing import Any
 
 from agentd import failpoints
 from agentd.core import compaction
+from agentd.core.replies import cut_note, repeat_text, unique_tool_use_ids
 from agentd.core.session import Session, new_message_id
 from agentd.core.validate import validate_messages, validate_request
 from agentd.errors import AgentdError, ProviderError
@@ -47,11 +48,15 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
     s.state = "running"
     prompt_blocks = scrub_surrogates(prompt_blocks)  # e.g. undecodable bytes on argv (H19)
     synthetic = s.synthetic_results()
+    notes = list(s.pending_notes)
     prompt_id = new_message_id()
-    s.persist_prompt(prompt_blocks, prompt_id, synthetic)
+    s.persist_prompt(prompt_blocks, prompt_id, synthetic, notes)
+    s.pending_notes.clear()
     _audit_interrupted(s, synthetic)
     for block in synthetic:
         s.p.context.add_user([block])
+    if notes:
+        s.p.context.add_user(notes)
     s.p.context.add_user(prompt_blocks)
     s.turns += 1
     if s.title is None:
@@ -63,10 +68,10 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
         for _ in range(s.p.settings.max_turn_requests):
             await _maybe_compress(s)
             response, message_id = await _request(s)
-            stored = _store_reply(s, response, message_id)
+            stored, repeats = _store_reply(s, response, message_id)
             tool_uses = [b for b in stored if b.get("type") == "tool_use"]
             if tool_uses:
-                await _run_tools(s, tool_uses)
+                await _run_tools(s, tool_uses, repeats)
                 continue
             stop = STOP_REASONS.get(response.stop_reason, "end_turn")
             break
@@ -183,23 +188,44 @@ def _account(s: Session, response: ModelResponse) -> None:
     s.emit(updates.usage_update(usage.to_json(), s.totals.to_json(), line))
 
 
-def _store_reply(s: Session, response: ModelResponse, message_id: str) -> list[dict[str, Any]]:
-    """Store the assistant message (never empty, never a truncated tool_use); return the stored blocks."""
-    truncated = set(response.truncated_tool_use_ids)
-    blocks = [b for b in response.content if not (b.get("type") == "tool_use" and b.get("id") in truncated)]
-    blocks = _valid_unicode(s, blocks)
+def _store_reply(
+    s: Session, response: ModelResponse, message_id: str
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Store the assistant message: never empty, never a truncated tool_use, never a repeated tool_use id
+    (case C16: a repeat gets a fresh id and is refused, not run). Returns the stored blocks and the
+    repeats (original id by fresh id). A truncated call is reported to the model (issue 9 H3)."""
+    cut = {tid: response.truncated_tool_names.get(tid, "") for tid in response.truncated_tool_use_ids}
+    blocks = [b for b in response.content if not (b.get("type") == "tool_use" and b.get("id") in cut)]
     ctx = s.p.context
+    blocks, renames = unique_tool_use_ids(blocks, ctx.tool_use_ids())
+    blocks = _valid_unicode(s, blocks)
+    runs = any(b.get("type") == "tool_use" for b in blocks)
     stored = ctx.add_assistant(blocks, response.extra or None)
     if stored:
         try:
-            s.persist_message(ctx.last() or {}, message_id)
+            s.persist_message(ctx.last() or {}, message_id, cut=cut if cut and not runs else None)
         except BaseException:  # memory never gets ahead of the log (a failed append, e.g. a full disk)
             ctx.drop_last()
             raise
     else:
         s.p.store.sync()
     ctx.record_usage(response.usage, ctx.last_request_estimate)
-    return blocks if stored else []
+    if cut:
+        _note_cut(s, list(cut.values()), now=runs or not stored)
+    return (blocks if stored else []), {r.new: r.old for r in renames if r.repeat}
+
+
+def _note_cut(s: Session, names: list[str], *, now: bool) -> None:
+    """Tell the model which calls were cut off at max_tokens (issue 9 H3). `now`: the note joins the user
+    message that follows the reply at once (the tool_results of this round, or the last user message when
+    nothing was stored); else the turn ends on the assistant's reply and the note goes with the next
+    prompt (`Session.pending_notes`; replay restores it from the reply's `cut` field)."""
+    note = cut_note(names)
+    if not now:
+        s.pending_notes.append(note)
+        return
+    s.persist_message({"role": "user", "content": [note]}, new_message_id())
+    s.p.context.add_user([note])
 
 
 def _valid_unicode(s: Session, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -270,12 +296,12 @@ async def compress(s: Session, *, force: bool = False) -> bool:
 
 
 # ---- tools ---------------------------------------------------------------------------------------
-async def _run_tools(s: Session, tool_uses: list[dict[str, Any]]) -> None:
+async def _run_tools(s: Session, tool_uses: list[dict[str, Any]], repeats: dict[str, str]) -> None:
     failpoints.hit("loop.after_tool_use_persisted")
     todo_ok = False
     try:
         for tu in tool_uses:
-            ok = await _run_one(s, tu)
+            ok = await (_refuse_repeat(s, tu, repeats[tu["id"]]) if tu["id"] in repeats else _run_one(s, tu))
             todo_ok = todo_ok or (ok and tu.get("name") == "todo_write")
     finally:  # a cancelled round counts too, exactly as replay counts it (CONTRACTS.md §3)
         s.p.todos.end_round(todo_ok)
@@ -349,6 +375,22 @@ def _finish(
     if tu.get("name") == "todo_write" and not out.is_error:
         line += " " + out.content
     s.p.lines(line)
+
+
+async def _refuse_repeat(s: Session, tu: dict[str, Any], old_id: str) -> bool:
+    """A tool_use that repeated an id of an earlier call in its reply (case C16): audited once, answered
+    with an `is_error` result under its fresh id, never run. Returns False (it did not succeed)."""
+    name, raw, tid = tu.get("name", ""), tu.get("input"), tu["id"]
+    tool = s.p.registry.get(name)
+    kind = tool.kind if tool is not None else "other"
+    s.emit(updates.tool_call(tid, name, kind, raw))
+    text = repeat_text(old_id)
+    d = Decision.invalid_input(text)
+    s.p.gate.log(name, d)
+    s.p.audit.record(s.id, tid, name, raw, d)
+    s.audited_ids.add(tid)
+    _finish(s, tu, ToolOutput(content=text, is_error=True), d.decided_by, name, kind)
+    return False
 
 
 async def _run_one(s: Session, tu: dict[str, Any]) -> bool:

@@ -111,6 +111,7 @@ class Session:
         self.invalid_inputs: dict[str, str] = {}  # tool_use id -> invalid_arguments text (loop, H19)
         self.turns = 0
         self.title: str | None = None
+        self.pending_notes: list[dict[str, Any]] = []  # text blocks that go with the next prompt (H3)
         self._task: asyncio.Task[str] | None = None
 
     # ---- events and persistence -------------------------------------------------------------------
@@ -121,9 +122,21 @@ class Session:
         except Exception:  # a broken sink must not break the turn
             log.exception("session %s: update sink failed", self.id)
 
-    def persist_message(self, message: dict[str, Any], message_id: str, *, fsync: bool = True) -> None:
-        """Append one API message as sent (a `message` record). Large tool_result texts go to blobs."""
-        self.p.store.append("message", self._message_payload(message, message_id), fsync=fsync)
+    def persist_message(
+        self,
+        message: dict[str, Any],
+        message_id: str,
+        *,
+        fsync: bool = True,
+        cut: dict[str, str] | None = None,
+    ) -> None:
+        """Append one API message as sent (a `message` record). Large tool_result texts go to blobs.
+        `cut`: the tool_uses of this assistant reply cut off at max_tokens (name by id), recorded so that
+        replay restores the note owed to the model with the next prompt (issue 9 H3)."""
+        payload = self._message_payload(message, message_id)
+        if cut:
+            payload["cut"] = cut
+        self.p.store.append("message", payload, fsync=fsync)
 
     def _message_payload(self, message: dict[str, Any], message_id: str) -> dict[str, Any]:
         msg = copy.deepcopy(message)
@@ -140,12 +153,20 @@ class Session:
         return payload
 
     def persist_prompt(
-        self, blocks: list[dict[str, Any]], message_id: str, synthetic: list[dict[str, Any]]
+        self,
+        blocks: list[dict[str, Any]],
+        message_id: str,
+        synthetic: list[dict[str, Any]],
+        notes: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Synthetic results for open tool_uses, then the prompt, in one write and one fsync (CONTRACTS §9)."""
+        """Synthetic results for open tool_uses, the notes owed to the model (H3), then the prompt, in one
+        write and one fsync (CONTRACTS §9)."""
         records: list[tuple[str, dict[str, Any]]] = []
         for block in synthetic:
             msg = {"role": "user", "content": [block]}
+            records.append(("message", self._message_payload(msg, new_message_id())))
+        if notes:
+            msg = {"role": "user", "content": copy.deepcopy(notes)}
             records.append(("message", self._message_payload(msg, new_message_id())))
         records.append(("prompt", {"messageId": message_id, "content": copy.deepcopy(blocks)}))
         records.append(

@@ -7,14 +7,16 @@ Runs before every send and after every resume or replay. Implemented independent
 Rules, checked in this order; the first violation is reported as one line of text:
 1. every `tool_use` in assistant message i is answered by a `tool_result` in message i+1;
 2. no `tool_result` whose id is not a `tool_use` of the previous assistant message;
-3. `tool_result` blocks come first in their message;
-4. no empty content, except a final assistant message;
-5. no empty text block;
-6. at most 4 `cache_control` blocks (tools, system and messages together);
-7. no `cache_control` on an empty text block;
-8. a `ttl: "1h"` breakpoint never follows a `5m` one along tools -> system -> messages;
-9. the first message is `user`;
-10. roles alternate (consecutive same-role messages must be merged before sending).
+3. `tool_use` ids are unique across the whole request (case C16, issue 9 H1);
+4. at most one `tool_result` per `tool_use` (H1);
+5. `tool_result` blocks come first in their message;
+6. no empty content, except a final assistant message;
+7. no empty text block;
+8. at most 4 `cache_control` blocks (tools, system and messages together);
+9. no `cache_control` on an empty text block;
+10. a `ttl: "1h"` breakpoint never follows a `5m` one along tools -> system -> messages;
+11. the first message is `user`;
+12. roles alternate (consecutive same-role messages must be merged before sending).
 """
 
 from __future__ import annotations
@@ -66,6 +68,28 @@ def _pairing(messages: list[dict[str, Any]]) -> str | None:
                         f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
                         f"{b.get('tool_use_id')}"
                     )
+    return None
+
+
+def _unique_ids(messages: list[dict[str, Any]]) -> str | None:
+    """Rules 3 and 4: the service rejects a repeated `tool_use` id anywhere in the request, and a second
+    `tool_result` for one id (its texts, anthropics/claude-code#21317 and #28515)."""
+    seen: set[str] = set()
+    for i, msg in enumerate(messages):
+        answered: set[str] = set()
+        for j, b in enumerate(_blocks(msg.get("content"))):
+            if b.get("type") == "tool_use":
+                if repr(b.get("id")) in seen:
+                    return f"messages.{i}.content.{j}: `tool_use` ids must be unique"
+                seen.add(repr(b.get("id")))
+            elif b.get("type") == "tool_result":
+                tid = b.get("tool_use_id")
+                if repr(tid) in answered:
+                    return (
+                        f"messages.{i}.content.{j}: each tool_use must have a single result. Found multiple "
+                        f"`tool_result` blocks with id: {tid}"
+                    )
+                answered.add(repr(tid))
     return None
 
 
@@ -157,7 +181,7 @@ def validate_messages(messages: list[dict[str, Any]]) -> str | None:
     """Check a history (list of `{"role", "content"}`) against the message rules; None when valid."""
     if not messages:
         return "messages: at least one message is required"
-    for check in (_pairing, _results_first, _empty):
+    for check in (_pairing, _unique_ids, _results_first, _empty):
         err = check(messages)
         if err:
             return err
@@ -170,7 +194,7 @@ def validate_request(body: dict[str, Any]) -> str | None:
     Returns the first violation as text (CONTRACTS.md §8). Never raises on malformed input.
     """
     messages = body.get("messages") or []
-    for check in (_pairing, _results_first, _empty):
+    for check in (_pairing, _unique_ids, _results_first, _empty):
         err = check(messages)
         if err:
             return err

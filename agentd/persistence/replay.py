@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agentd.core.replies import IdRepair, cut_note
 from agentd.core.validate import validate_messages
 from agentd.errors import StorageError
 from agentd.providers.base import Usage
@@ -75,23 +76,29 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
     p = session.p
     ctx = p.context
     rounds = _Rounds(session)
+    ids = IdRepair()  # a log written before case C16 was fixed may repeat tool_use ids
     measured: Usage | None = None  # the last response's usage, applied once its reply is in the Context
     last_todos: list[dict[str, Any]] | None = None
+    cut: dict[str, str] | None = None  # tool_uses of the last reply cut off at max_tokens (H3)
     for rec in records:
         kind = rec.get("kind")
         if kind == "message":
             msg = restore_message(rec, p.store.read_blob)
             if msg["role"] == "assistant":
+                msg = {**msg, "content": ids.assistant(msg["content"], ctx.tool_use_ids())}
                 extra = {k: v for k, v in msg.items() if k not in ("role", "content")}
                 ctx.add_assistant(msg["content"], extra or None, adopt=True)
                 rounds.assistant(msg)
                 _apply_usage(ctx, measured)
                 measured = None
+                cut = rec.get("cut") or None
             else:
                 _apply_usage(ctx, measured)  # the reply of that request was empty
                 measured = None
+                msg = {**msg, "content": ids.user(msg["content"])}
                 ctx.add_user(msg["content"], adopt=True)
                 rounds.user(msg)
+                cut = None
         elif kind == "prompt":
             session.turns += 1
         elif kind == "tool_started":
@@ -113,6 +120,8 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
             ctx.replace_prefix(rec["replaced"], rec["summary"], rec.get("ack"))
     _apply_usage(ctx, measured)
     rounds.flush()
+    if cut:  # the turn ended on a reply whose calls were cut off: the note goes with the next prompt
+        session.pending_notes = [cut_note(cut.values())]
     if last_todos is not None:
         p.todos.restore(last_todos, p.todos.stale_count)
     check_history(session)

@@ -210,6 +210,7 @@ class MessageAccumulator:
         self._open: dict[int, dict[str, Any]] = {}
         self._done: list[tuple[int, dict[str, Any]]] = []
         self._truncated: list[str] = []
+        self._names: dict[str, str] = {}  # tool name by tool_use id, for the truncated ones
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamEvent]:
         kind = event.get("type")
@@ -263,6 +264,7 @@ class MessageAccumulator:
                 tool_input = json.loads(source) if source.strip() else dict(raw.get("input") or {})
             except ValueError:
                 self._truncated.append(str(raw.get("id")))
+                self._names[str(raw.get("id"))] = str(raw.get("name") or "")
                 return []
             block = {"type": "tool_use", "id": raw.get("id"), "name": raw.get("name"), "input": tool_input}
         else:
@@ -273,9 +275,11 @@ class MessageAccumulator:
     def response(self) -> ModelResponse:
         """The reply so far: finished blocks in index order; open tool_use blocks count as truncated."""
         truncated = list(self._truncated)
-        truncated += [
-            str(s["block"].get("id")) for s in self._open.values() if s["block"].get("type") == "tool_use"
-        ]
+        names = dict(self._names)
+        for s in self._open.values():
+            if s["block"].get("type") == "tool_use":
+                truncated.append(str(s["block"].get("id")))
+                names[truncated[-1]] = str(s["block"].get("name") or "")
         return ModelResponse(
             id=self.id,
             content=[block for _, block in sorted(self._done, key=lambda item: item[0])],
@@ -283,6 +287,7 @@ class MessageAccumulator:
             usage=self.usage,
             model=self.model,
             truncated_tool_use_ids=truncated,
+            truncated_tool_names={t: names[t] for t in truncated},
         )
 
 

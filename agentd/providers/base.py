@@ -121,7 +121,8 @@ class ModelResponse:
 
     `content`: blocks in history form (`text`, `tool_use` with parsed `input`); `stop_reason`: `end_turn`,
     `tool_use`, `max_tokens`, `refusal`, `stop_sequence` or `pause_turn`; `truncated_tool_use_ids`: ids of
-    tool_use blocks whose JSON was cut off (stop_reason `max_tokens`), which must never run.
+    tool_use blocks whose JSON was cut off (stop_reason `max_tokens`), which must never run, and
+    `truncated_tool_names` their tool names by id (the model is told which call did not run; issue 9 H3).
     `extra`: provider-specific fields to keep on the stored message (e.g. `reasoning_content`).
     """
 
@@ -131,6 +132,7 @@ class ModelResponse:
     usage: Usage
     model: str = ""
     truncated_tool_use_ids: list[str] = field(default_factory=list)
+    truncated_tool_names: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -22,6 +22,9 @@ Choices:
   `is_error` result, and the raw text goes back unchanged as `arguments` in later requests.
 - A tool call without an `id` (some local servers omit it) gets `call_gen_<instance>_<n>`, counted per provider
   instance like the `call_text_` ids below, so generated ids never repeat across the replies of a session.
+  So does a call whose id the server repeated, within the reply or from a tool_use of the request's history
+  (servers that number calls per reply): on chat completions calls are told apart by `index`, the id is only
+  a correlation key, and every request agentd sends keeps ids unique (issue 9 H1, case C16).
 - Lenient fallback (`tool_calls_as_text` servers): a reply without `tool_calls` whose whole content is one fenced
   ```json block or a bare JSON object `{"name": <offered tool>, "arguments"|"parameters"|"input": {...}}` (or a
   list of such objects) becomes tool_use blocks with ids `call_text_<instance>_<n>`; a name that is not an offered tool leaves
@@ -283,8 +286,9 @@ class ChatAccumulator:
     `feed(chunk)` returns the `text_delta` events to show; `finish()` builds the response and its `block_done`
     events. `tool_names` are the offered tools (for the lenient fallback); `next_text_call_id` numbers
     `call_text_<instance>_<n>` ids and `next_gen_call_id` the `call_gen_<instance>_<n>` ids given to tool calls
-    the server sent without an id (both counters live on the provider, so ids are unique per provider instance
-    and never restart per reply).
+    the server sent without an id, or with an id already in `used_ids` (the request's tool_use ids) or earlier in
+    the reply (both counters live on the provider, so ids are unique per provider instance and never restart per
+    reply).
     """
 
     def __init__(
@@ -293,6 +297,7 @@ class ChatAccumulator:
         next_text_call_id: Iterator[int] | None = None,
         text_call_prefix: str | None = None,
         next_gen_call_id: Iterator[int] | None = None,
+        used_ids: Collection[str] = (),
     ) -> None:
         self.id = ""
         self.model = ""
@@ -307,6 +312,7 @@ class ChatAccumulator:
         self._tool_names = tool_names
         self._next_text_call_id = next_text_call_id or itertools.count(1)
         self._next_gen_call_id = next_gen_call_id or itertools.count(1)
+        self._used_ids = set(used_ids)  # tool_use ids of the request's history: never given out again
         # Unique per provider instance, so ids stay unique across restarts and resumes of one session.
         self.text_call_prefix = text_call_prefix or secrets.token_hex(4)
 
@@ -363,15 +369,19 @@ class ChatAccumulator:
         text = "".join(self._text)
         stop_reason = FINISH_REASONS.get(self.finish_reason or "", self.finish_reason or "end_turn")
         blocks: list[dict[str, Any]] = []
-        truncated: list[str] = []
+        truncated: dict[str, str] = {}
+        used = set(self._used_ids)
         for _, state in sorted(self._calls.items()):
-            call_id = state["id"] or f"call_gen_{self.text_call_prefix}_{next(self._next_gen_call_id)}"
+            call_id = state["id"]
+            while not call_id or call_id in used:
+                call_id = f"call_gen_{self.text_call_prefix}_{next(self._next_gen_call_id)}"
+            used.add(call_id)
             source = "".join(state["args"])
             try:
                 tool_input = json.loads(source) if source.strip() else {}
             except ValueError:
                 if stop_reason == "max_tokens":
-                    truncated.append(call_id)
+                    truncated[call_id] = state["name"]
                     continue
                 tool_input = {INVALID_JSON_KEY: source}
             blocks.append({"type": "tool_use", "id": call_id, "name": state["name"], "input": tool_input})
@@ -402,13 +412,25 @@ class ChatAccumulator:
             stop_reason=stop_reason,
             usage=self.usage,
             model=self.model,
-            truncated_tool_use_ids=truncated,
+            truncated_tool_use_ids=list(truncated),
+            truncated_tool_names=truncated,
             extra=extra,
         )
         return response, events
 
 
 # ---------------------------------------------------------------- the provider
+
+
+def history_tool_use_ids(messages: list[dict[str, Any]]) -> set[str]:
+    """The ids of every tool_use block in `messages` (Anthropic form)."""
+    return {
+        str(b.get("id"))
+        for m in messages
+        if m.get("role") == "assistant"
+        for b in _blocks(m.get("content"))
+        if b.get("type") == "tool_use"
+    }
 
 
 def is_official_openai(base_url: str | None) -> bool:
@@ -482,7 +504,11 @@ class OpenAICompatProvider:
 
         client = self._get_client()
         acc = ChatAccumulator(
-            [t["name"] for t in request.tools], self._text_call_ids, self.text_call_prefix, self._gen_call_ids
+            [t["name"] for t in request.tools],
+            self._text_call_ids,
+            self.text_call_prefix,
+            self._gen_call_ids,
+            used_ids=history_tool_use_ids(request.messages),
         )
         try:
             chunks = await cast(Any, client.chat.completions).create(**self.body(request), stream=True)

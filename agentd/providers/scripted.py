@@ -257,9 +257,10 @@ class ScriptedProvider:
             api_key_env="the API key variable",
         )
 
-    def _blocks(self, answer: Mapping[str, Any], number: int) -> tuple[list[dict[str, Any]], list[str]]:
+    def _blocks(self, answer: Mapping[str, Any], number: int) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        """The reply's blocks and the truncated tool_uses (name by id)."""
         if answer.get("empty_end_turn"):
-            return [], []
+            return [], {}
         reply = answer.get("reply") or []
         items = [reply] if isinstance(reply, str) else reply
         blocks: list[dict[str, Any]] = []
@@ -276,11 +277,12 @@ class ScriptedProvider:
                     "input": block["input"],
                 }
             blocks.append(block)
-        truncated: list[str] = []
+        truncated: dict[str, str] = {}
         if answer.get("truncate_tool_json"):
             last = max((i for i, b in enumerate(blocks) if b["type"] == "tool_use"), default=None)
             if last is not None:
-                truncated.append(blocks.pop(last)["id"])
+                cut = blocks.pop(last)
+                truncated[cut["id"]] = cut["name"]
         return blocks, truncated
 
     async def _play(
@@ -322,7 +324,8 @@ class ScriptedProvider:
                 cache_read_input_tokens=0,
             ),
             model=self.model,
-            truncated_tool_use_ids=truncated,
+            truncated_tool_use_ids=list(truncated),
+            truncated_tool_names=truncated,
         )
 
     async def aclose(self) -> None:

@@ -55,12 +55,23 @@ def validate_chat_request(body: Any, *, thinking: bool = False) -> ApiError | No
 
     Messages are read in order: an assistant message with `tool_calls` must be followed by tool messages
     answering every id; a tool message must answer a preceding `tool_calls`. In DeepSeek thinking mode
-    every earlier assistant tool-call message must carry `reasoning_content`.
+    every earlier assistant tool-call message must carry `reasoning_content`. A tool_call id used twice in the
+    request is refused too (emulator text: agentd keeps ids unique whatever the server sends; case C16).
     """
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or "model" not in body:
         return ApiError(400, "invalid_request_error", "Invalid request: 'model' and 'messages' are required.")
     if not body["messages"]:
         return ApiError(400, "invalid_request_error", "Invalid 'messages': empty array.")  # approximated
+    seen: set[str] = set()
+    for msg in body["messages"]:
+        for call_id in _tool_call_ids(msg) if isinstance(msg, dict) else []:
+            if call_id in seen:
+                return ApiError(
+                    400,
+                    "invalid_request_error",
+                    f"Invalid 'messages': tool_call id {call_id!r} is used more than once (emulator text).",
+                )
+            seen.add(call_id)
     waiting: list[str] | None = None  # ids of the open tool_calls turn
     answered: set[str] = set()
     for msg in [*body["messages"], {"role": "<end>"}]:

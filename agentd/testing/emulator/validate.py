@@ -195,6 +195,35 @@ def _tool_result_has_use(msgs: list[Any]) -> str | None:
     return None
 
 
+def _unique_tool_use_ids(msgs: list[Any]) -> str | None:
+    # claude-code #21317, #28515 (messages.43.content.2: across the whole request, not one message)
+    seen: set[str] = set()
+    for i, msg in enumerate(msgs):
+        for j, b in enumerate(_blocks(msg)):
+            if isinstance(b, dict) and b.get("type") == "tool_use":
+                key = repr(b.get("id"))
+                if key in seen:
+                    return f"messages.{i}.content.{j}: `tool_use` ids must be unique"
+                seen.add(key)
+    return None
+
+
+def _single_result(msgs: list[Any]) -> str | None:
+    # goose, forkwright/aletheia #57: "each tool_use must have a single result"
+    for i, msg in enumerate(msgs):
+        answered: set[str] = set()
+        for j, b in enumerate(_blocks(msg)):
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                key = repr(b.get("tool_use_id"))
+                if key in answered:
+                    return (
+                        f"messages.{i}.content.{j}: each tool_use must have a single result. Found multiple "
+                        f"`tool_result` blocks with id: {b.get('tool_use_id')}"
+                    )
+                answered.add(key)
+    return None
+
+
 def _tool_results_first(msgs: list[Any]) -> str | None:
     # claude-code #37; apify/tester-mcp-client #12; rule: handle-tool-calls docs
     for i in range(1, len(msgs)):
@@ -337,6 +366,8 @@ def validate_request(
         checks: list[Callable[[], str | None]] = [
             lambda: _tool_use_answered(msgs),
             lambda: _tool_result_has_use(msgs),
+            lambda: _unique_tool_use_ids(msgs),
+            lambda: _single_result(msgs),
             lambda: _tool_results_first(msgs),
             lambda: _non_empty_messages(msgs),
             lambda: _non_empty_text(body),
