@@ -38,6 +38,10 @@ class ContextSettings(_Section):
     summary_max_tokens: int = Field(512, gt=0, alias="summaryMaxTokens")
 
 
+class CacheSettings(_Section):
+    ttl: Literal["auto", "5m", "1h"] = "auto"  # the TTL policy of agentd.core.breakpoints
+
+
 class TodoSettings(_Section):
     max_items: int = Field(50, gt=0, alias="maxItems")
     stale_rounds: int = Field(3, ge=0, alias="staleRounds")
@@ -83,6 +87,7 @@ class Settings(_Section):
     max_turn_requests: int = Field(50, gt=0, alias="maxTurnRequests")
     prompt_caching: bool = Field(True, alias="promptCaching")
     retries: Retries = Field(default_factory=Retries)  # type: ignore[arg-type]
+    cache: CacheSettings = Field(default_factory=CacheSettings)  # type: ignore[arg-type]
     context: ContextSettings = Field(default_factory=ContextSettings)  # type: ignore[arg-type]
     todos: TodoSettings = Field(default_factory=TodoSettings)  # type: ignore[arg-type]
     tools: ToolSettings = Field(default_factory=ToolSettings)  # type: ignore[arg-type]

@@ -1,13 +1,23 @@
 """The injectable clock (CONTRACTS.md §6: retries run on it; tests advance it instead of sleeping).
 
-Owns: `Clock` (protocol), `SystemClock`, `ManualClock`. Imports nothing from agentd.
+Owns: `Clock` (protocol), `SystemClock`, `ManualClock`, `OffsetClock` and `default_clock()`, the clock a
+session gets when its caller passes none. Imports nothing from agentd.
+
+Test-only hook: when `AGENTD_TEST_CLOCK_FILE` names a file, `default_clock()` is an `OffsetClock`: the system
+clock plus the number of seconds written in that file. A test or benchmark driving a separate agentd process
+(the cost benchmark's think time) writes a larger number there to make time pass for that process at once;
+the file is read at every `now()`. Never set it outside tests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from pathlib import Path
 from typing import Protocol
+
+TEST_CLOCK_ENV = "AGENTD_TEST_CLOCK_FILE"
 
 
 class Clock(Protocol):
@@ -47,3 +57,31 @@ class ManualClock:
         self.sleeps.append(seconds)
         self._t += max(0.0, seconds)
         await asyncio.sleep(0)
+
+
+class OffsetClock:
+    """The system clock plus an offset in seconds read from `path` at every `now()` (test-only hook, module
+    docstring). An unreadable or non-numeric file keeps the last offset read (0 at first)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0.0
+
+    def offset(self) -> float:
+        try:
+            self._offset = float(self.path.read_text(encoding="utf-8").strip() or 0.0)
+        except (OSError, ValueError):
+            pass
+        return self._offset
+
+    def now(self) -> float:
+        return time.monotonic() + self.offset()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+def default_clock() -> Clock:
+    """`SystemClock()`, or an `OffsetClock` on the file named by `AGENTD_TEST_CLOCK_FILE` (tests only)."""
+    path = os.environ.get(TEST_CLOCK_ENV)
+    return OffsetClock(Path(path)) if path else SystemClock()

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agentd.core.context import Context, Message
+from agentd.core.breakpoints import TTL
+from agentd.core.context import Context, Message, cache_control
 from agentd.providers.base import ModelRequest
 
 SUMMARY_INSTRUCTION = (
@@ -105,15 +106,17 @@ def summary_request(
     tools: list[dict[str, Any]],
     max_tokens: int,
     prompt_caching: bool = True,
+    cache_ttl: TTL = "1h",
 ) -> ModelRequest:
     """The one extra request: the session's exact tools and system (so it reads their cache), one user
-    message = instruction + blank line + flattened old messages. `tool_choice` is left unset."""
+    message = instruction + blank line + flattened old messages. `tool_choice` is left unset.
+    `cache_ttl`: the TTL of its one breakpoint, on the stable prefix (`Context.stable_prefix_ttl()`)."""
     sys_blocks = [dict(b) for b in system]
     tool_defs = [dict(t) for t in tools]
     if prompt_caching and sys_blocks:
-        sys_blocks[-1]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+        sys_blocks[-1]["cache_control"] = cache_control(cache_ttl)
     elif prompt_caching and tool_defs:  # as Context.to_request: without a system the last tool is the anchor
-        tool_defs[-1]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+        tool_defs[-1]["cache_control"] = cache_control(cache_ttl)
     text = SUMMARY_INSTRUCTION + "\n\n" + flatten(old)
     return ModelRequest(
         model=model,

@@ -7,41 +7,29 @@ Messages are Messages-API dicts with block-list content. Appending a user messag
 user message merges them (tool_results first), so the history always alternates. Appended messages are
 deep-copied and never mutated afterwards, so serialising the same history always yields the same bytes.
 
-Breakpoint planner (at most 4, CONTRACTS.md §6). Order on the wire is tools -> system -> messages:
-  1. the last system block: `1h`. It covers the tools too; they never change within a session.
-  2. the end of the previous request's history (where the previous moving breakpoint was), if that block
-     is still in the history and differs from the moving one: usually a cache read, and a second anchor
-     for the 20-block lookback.
-  3. an intermediate breakpoint when more than 18 blocks were added since the previous moving breakpoint,
-     18 blocks after it, so the next lookback (20 blocks) still finds a written entry.
-  4. the moving breakpoint on the last non-empty block of the stored history (never on a request-only
-     block such as the stale-plan reminder, which hooks append after planning).
-TTLs: the message breakpoints use `moving_ttl` ("1h" by default). Inside a tool loop requests come
-seconds apart, but the last request of a turn is only known afterwards, and what it writes is read after
-the user's think time, often longer than 5 minutes; a 1h write costs 2x instead of 1.25x on the new tail
-only, while losing the prefix costs a full rewrite. Measured on the reference session of
-`tests.benchmarks.cost` (min cacheable 1024): bill 1.84 M token-equivalents with 1h, 2.68 M with 5m.
-TTLs never increase along tools -> system -> messages, so a 5m moving policy keeps system at 1h first.
-Planning the same history again (a repeated request) gives the same breakpoints, hence the same bytes.
+Breakpoints: `to_request()` marks the stable prefix and up to 3 history blocks as the session's `Planner`
+decides (agentd.core.breakpoints: placement and the `cache.ttl` policy, explained there). The Context tells
+the planner when a user prompt arrives, when the history is replaced and what the service read.
 """
 
 from __future__ import annotations
 
 import copy
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from agentd.core.breakpoints import TTL, Planner, TtlMode
 from agentd.core.tokens import Estimator, estimate_request
 from agentd.providers.base import ModelRequest, Usage
 
 Message = dict[str, Any]
 Block = dict[str, Any]
-TTL = Literal["5m", "1h"]
-LOOKBACK_BLOCKS = 20
-INTERMEDIATE_AFTER = 18
 
 
-def _cache_control(ttl: TTL) -> dict[str, str]:
+def cache_control(ttl: TTL) -> dict[str, str]:
+    """The `cache_control` object of a breakpoint with `ttl`."""
     return {"type": "ephemeral", "ttl": ttl}
 
 
@@ -68,22 +56,27 @@ class CompactionState:
 class Context:
     """One session's conversation. See the module docstring for the invariants.
 
-    `prompt_caching`: place breakpoints at all; `moving_ttl`: TTL of message breakpoints.
+    `prompt_caching`: place breakpoints at all; `ttl`: the `cache.ttl` policy; `now`: the session's clock
+    (seconds, monotonic), which the TTL policy measures gaps with.
     """
 
-    def __init__(self, *, prompt_caching: bool = True, moving_ttl: TTL = "1h") -> None:
+    def __init__(
+        self,
+        *,
+        prompt_caching: bool = True,
+        ttl: TtlMode = "auto",
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._messages: list[Message] = []
         self._nblocks = 0  # content blocks in _messages, kept current by every mutation
         self._tool_use_ids: set[str] = set()  # every tool_use id stored so far (compacted ones included)
         self.prompt_caching = prompt_caching
-        self.moving_ttl: TTL = moving_ttl
+        self.planner = Planner(ttl, now)
         self.estimator = Estimator()
         self.compaction = CompactionState()
         self._known_tokens: int | None = None  # exact size after the last response
         self._known_upto = 0  # content blocks (flat) covered by _known_tokens
         self._static_tokens = 0  # estimated tools + system
-        self._prev_end: int | None = None  # flat block index of the previous moving breakpoint
-        self._prev_base: int | None = None  # the `_prev_end` that request itself was planned against
         self._last_estimate = 0
 
     # ---- history ---------------------------------------------------------------------------------
@@ -112,6 +105,8 @@ class Context:
         blocks = [keep(b) for b in blocks if not _blank_text(b)]
         if not blocks:
             return
+        if any(b.get("type") != "tool_result" for b in blocks):
+            self.planner.user_prompt()
         merge = bool(self._messages) and self._messages[-1]["role"] == "user"
         merged = (self._messages[-1]["content"] if merge else []) + blocks
         results = [b for b in merged if b.get("type") == "tool_result"]
@@ -178,6 +173,8 @@ class Context:
         is now known exactly = prompt size + output tokens. Recalibrates the estimator."""
         if usage.prompt_tokens <= 0:  # the provider reported no input counts: keep estimating
             return
+        if usage.cache_read_input_tokens is not None:
+            self.planner.served(usage.cache_read_input_tokens)
         self.estimator.calibrate(estimated_prompt, usage.prompt_tokens)
         self._known_tokens = usage.context_tokens
         self._known_upto = self._nblocks  # O(1): replay applies one usage per response
@@ -204,8 +201,7 @@ class Context:
         self.compaction.replaced_total += cut
         self._known_tokens = None
         self._known_upto = 0
-        self._prev_end = None
-        self._prev_base = None
+        self.planner.reset_history()
 
     # ---- requests --------------------------------------------------------------------------------
     def _flat(self) -> list[tuple[int, int]]:
@@ -218,56 +214,46 @@ class Context:
                 return k
         return None
 
-    def plan_breakpoints(self) -> list[int]:
-        """Flat block indexes of the message breakpoints, ascending (at most 3; system takes the 4th)."""
-        flat = self._flat()
-        if not flat:
-            return []
-        moving = self._last_eligible(flat, len(flat) - 1)
-        if moving is None:
-            return []
-        points = {moving}
-        prev = self._prev_end
-        if prev == moving:  # the same history as the previous request: the same plan, the same bytes
-            prev = self._prev_base
-        if prev is not None and prev < moving:
-            anchor = self._last_eligible(flat, prev)
-            if anchor is not None:
-                points.add(anchor)
-            if moving - prev > INTERMEDIATE_AFTER:
-                mid = self._last_eligible(flat, prev + INTERMEDIATE_AFTER)
-                if mid is not None and mid > prev:
-                    points.add(mid)
-        return sorted(points)
-
     def to_request(
         self, *, model: str, system: list[Block], tools: list[dict[str, Any]], max_tokens: int
     ) -> ModelRequest:
         """Build the next request: tools + system + the history with breakpoints (module docstring).
-        The Context is not changed except for the planner's memory of the moving breakpoint."""
+        The Context is not changed except for its planner's state (what it marked, and when)."""
         sys_blocks = copy.deepcopy(system)
         tool_defs = copy.deepcopy(tools)
         messages = copy.deepcopy(self._messages)
         for m in messages:  # provider-only keys (e.g. reasoning_content) stay; providers translate
             m["content"] = list(m["content"])
+        self._static_tokens = estimate_request({"tools": tools, "system": system})
         if self.prompt_caching:
-            if sys_blocks:
-                sys_blocks[-1]["cache_control"] = _cache_control("1h")
-            elif tool_defs:
-                tool_defs[-1]["cache_control"] = _cache_control("1h")
-            flat = self._flat()
-            points = self.plan_breakpoints()
-            for k in points:
-                i, j = flat[k]
-                messages[i]["content"][j]["cache_control"] = _cache_control(self.moving_ttl)
-            if points and points[-1] != self._prev_end:
-                self._prev_base, self._prev_end = self._prev_end, points[-1]
+            self._mark(sys_blocks, tool_defs, messages)
         request = ModelRequest(
             model=model, system=sys_blocks, tools=tool_defs, messages=messages, max_tokens=max_tokens
         )
-        self._static_tokens = estimate_request({"tools": tools, "system": system})
         self._last_estimate = estimate_request(request.body())
         return request
+
+    def _mark(
+        self, sys_blocks: list[Block], tool_defs: list[dict[str, Any]], messages: list[Message]
+    ) -> None:
+        """Put the planner's breakpoints on the request's copies of system, tools and messages."""
+        flat = self._flat()
+        plan = self.planner.plan(
+            len(flat),
+            lambda upto: self._last_eligible(flat, upto),
+            self.estimated_tokens(),
+            self._static_tokens,
+        )
+        stable = sys_blocks or tool_defs
+        if stable:
+            stable[-1]["cache_control"] = cache_control(plan.stable)
+        for k, ttl in plan.points:
+            i, j = flat[k]
+            messages[i]["content"][j]["cache_control"] = cache_control(ttl)
+
+    def stable_prefix_ttl(self) -> TTL:
+        """The TTL for a request that marks only tools + system (the summary request), now (breakpoints)."""
+        return self.planner.stable_ttl()
 
     @property
     def last_request_estimate(self) -> int:

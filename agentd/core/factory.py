@@ -14,7 +14,7 @@ from typing import Any
 
 from agentd.audit import AuditLog
 from agentd.config import Settings
-from agentd.core.clock import Clock, SystemClock
+from agentd.core.clock import Clock, default_clock
 from agentd.core.context import Context
 from agentd.core.hooks import Hooks
 from agentd.core.prompts import system_blocks
@@ -98,7 +98,7 @@ def _parts(
         settings=settings,
         provider=provider,
         registry=registry,
-        context=Context(prompt_caching=settings.prompt_caching),
+        context=Context(prompt_caching=settings.prompt_caching, ttl=settings.cache.ttl, now=clock.now),
         todos=todos,
         hooks=hooks,
         gate=gate,
@@ -135,7 +135,7 @@ def create_session(
     }
     store = SessionStore.create(data_dir, session_id, meta)
     parts = _parts(
-        session_id, cwd, settings, provider, store, data_dir, approver, clock or SystemClock(), lines
+        session_id, cwd, settings, provider, store, data_dir, approver, clock or default_clock(), lines
     )
     return Session(parts, sink)
 
@@ -159,7 +159,7 @@ def open_session(
     try:
         cwd = Path(store.meta.get("cwd") or os.getcwd())
         parts = _parts(
-            session_id, cwd, settings, provider, store, data_dir, approver, clock or SystemClock(), lines
+            session_id, cwd, settings, provider, store, data_dir, approver, clock or default_clock(), lines
         )
         session = Session(parts, sink)
         replay_into(session, store.records())

@@ -272,6 +272,7 @@ async def compress(s: Session, *, force: bool = False) -> bool:
         tools=s.p.tool_defs,
         max_tokens=cfg.summary_max_tokens,
         prompt_caching=s.p.settings.prompt_caching,
+        cache_ttl=ctx.stable_prefix_ttl(),
     )
     err = validate_request(request.body())
     if err:

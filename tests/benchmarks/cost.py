@@ -42,8 +42,11 @@ MAX_TOKENS = 8192
 class _SystemOnly(Context):
     """The seed's caching: one breakpoint on the system block, none on messages."""
 
-    def plan_breakpoints(self) -> list[int]:
-        return []
+    def to_request(self, **kwargs: Any) -> ModelRequest:
+        request = super().to_request(**kwargs)
+        for m in request.messages:
+            m["content"] = [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]
+        return request
 
 
 @dataclass
@@ -85,7 +88,7 @@ class Driver:
         self.ref, self.strategy, self.min_cacheable = ref, strategy, min_cacheable
         caching = strategy != "nocache"
         ctx_cls = _SystemOnly if strategy in ("seed_cache", "seed_design") else Context
-        self.ctx = ctx_cls(prompt_caching=caching)
+        self.ctx = ctx_cls(prompt_caching=caching, ttl="1h")
         self.threshold = 12_000 if strategy == "seed_design" else int(WINDOW * 0.8)
         self.keep = 8
         self.todos = TodoTracker()

@@ -1,4 +1,5 @@
-"""The cache breakpoint planner of `Context.to_request` (CONTRACTS.md §6; cases C11, C14).
+"""The cache breakpoint planner of `Context.to_request` (CONTRACTS.md §6; cases C11, C14): placement, with
+the fixed `cache.ttl` policies (the "auto" policy: tests/unit/test_cache_ttl.py).
 
 Every request built here also passes agentd's validator and the emulator's `validate_request`.
 """
@@ -11,6 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentd.core.breakpoints import TtlMode
+from agentd.core.clock import ManualClock
 from agentd.core.context import Context
 from agentd.core.todos import REMINDER_TEXT, apply_reminder
 from agentd.core.validate import validate_request
@@ -80,7 +83,7 @@ def tool_round(ctx: Context, ids: list[str]) -> None:
 
 
 def test_system_gets_1h_and_moving_breakpoint_on_the_last_block() -> None:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("read a")])
     tool_round(ctx, ["a"])
     request = build(ctx)
@@ -91,14 +94,14 @@ def test_system_gets_1h_and_moving_breakpoint_on_the_last_block() -> None:
 
 
 def test_without_system_the_last_tool_is_the_anchor() -> None:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("hi")])
     request = build(ctx, system=[])
     assert cache_points(request.body()) == [("tools.1", H1), ("messages.0.content.0", H1)]
 
 
 def test_to_request_does_not_touch_inputs_or_history() -> None:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("hi")])
     system = json.loads(json.dumps(SYSTEM))
     tools = json.loads(json.dumps(TOOLS))
@@ -108,7 +111,7 @@ def test_to_request_does_not_touch_inputs_or_history() -> None:
 
 
 def test_moving_breakpoint_is_before_the_request_only_reminder_c11() -> None:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("fix the bug")])
     for k in range(3):
         tool_round(ctx, [f"r{k}"])
@@ -125,7 +128,7 @@ def test_moving_breakpoint_is_before_the_request_only_reminder_c11() -> None:
 
 
 def test_never_on_an_empty_text_block_c14() -> None:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("hi")])
     ctx.add_assistant([text(""), use("a"), text("")])
     ctx.add_user([result("a"), text("")])
@@ -139,7 +142,7 @@ def test_never_on_an_empty_text_block_c14() -> None:
 
 def test_planner_walks_back_past_an_empty_text_block() -> None:
     # Only replay can bring an empty text block in (a stored summary message); the planner skips it.
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("old")])
     ctx.replace_prefix(1, {"role": "user", "content": [text("summary"), text("")]}, None)
     request = ctx.to_request(model="m", system=SYSTEM, tools=TOOLS, max_tokens=100)
@@ -148,24 +151,24 @@ def test_planner_walks_back_past_an_empty_text_block() -> None:
     ]
 
 
-def test_5m_moving_policy_keeps_ttls_non_increasing_c14() -> None:
-    ctx = Context(moving_ttl="5m")
+def test_fixed_5m_policy_marks_every_breakpoint_5m() -> None:
+    ctx = Context(ttl="5m")
     ctx.add_user([text("hi")])
     build(ctx)
     tool_round(ctx, [f"p{k}" for k in range(10)])  # 20 blocks: anchor + intermediate + moving
     request = build(ctx)
     assert cache_points(request.body()) == [
-        ("system.1", H1),
+        ("system.1", M5),
         ("messages.0.content.0", M5),
         ("messages.2.content.7", M5),
         ("messages.2.content.9", M5),
     ]
     no_system = build(ctx, system=[])
-    assert cache_points(no_system.body())[0] == ("tools.1", H1)
+    assert cache_points(no_system.body())[0] == ("tools.1", M5)
 
 
 def test_anchor_at_the_previous_end_when_few_blocks_were_added() -> None:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("hi")])
     build(ctx)
     tool_round(ctx, ["a", "b"])  # 4 blocks added
@@ -178,7 +181,7 @@ def test_anchor_at_the_previous_end_when_few_blocks_were_added() -> None:
 
 
 def test_intermediate_breakpoint_when_more_than_18_blocks_were_added() -> None:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("hi")])
     build(ctx)  # moving breakpoint at flat block 0
     tool_round(ctx, [f"p{k}" for k in range(9)])  # 18 blocks added: flat 1..18
@@ -200,7 +203,7 @@ def test_intermediate_breakpoint_when_more_than_18_blocks_were_added() -> None:
 
 def test_same_history_serialises_to_identical_bytes() -> None:
     def session() -> Context:
-        ctx = Context()
+        ctx = Context(ttl="1h")
         ctx.add_user([text("héllo ✓")])
         tool_round(ctx, ["a", "b"])
         return ctx
@@ -208,7 +211,7 @@ def test_same_history_serialises_to_identical_bytes() -> None:
     a, b = session(), session()
     assert json.dumps(build(a).body()) == json.dumps(build(b).body())
     # Asking again for the same history (after a previous request) gives the same bytes too.
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("hi")])
     build(ctx)
     tool_round(ctx, ["a", "b"])
@@ -233,7 +236,7 @@ def test_prompt_caching_off_gives_no_cache_control() -> None:
 
 
 def test_replace_prefix_resets_the_previous_end() -> None:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("hi")])
     for k in range(5):
         build(ctx)
@@ -246,17 +249,20 @@ def test_replace_prefix_resets_the_previous_end() -> None:
 @settings(derandomize=True, max_examples=60, deadline=None)
 @given(
     rounds=st.lists(st.integers(min_value=0, max_value=14), min_size=1, max_size=8),
-    ttl=st.sampled_from(["1h", "5m"]),
+    ttl=st.sampled_from(["1h", "5m", "auto"]),
+    gaps=st.lists(st.sampled_from([1.0, 200.0, 400.0, 2000.0, 5000.0]), min_size=8, max_size=8),
     with_system=st.booleans(),
     reminder_every=st.integers(min_value=1, max_value=4),
 )
 def test_every_request_of_a_session_is_accepted(
-    rounds: list[int], ttl: str, with_system: bool, reminder_every: int
+    rounds: list[int], ttl: TtlMode, gaps: list[float], with_system: bool, reminder_every: int
 ) -> None:
-    ctx = Context(moving_ttl="1h" if ttl == "1h" else "5m")
+    clock = ManualClock()
+    ctx = Context(ttl=ttl, now=clock.now)
     ctx.add_user([text("start")])
     n = 0
     for r, width in enumerate(rounds):
+        clock.advance(gaps[r])
         request = build(ctx, system=SYSTEM if with_system else [])
         if r % reminder_every == 0:
             request.messages = apply_reminder(request.messages)

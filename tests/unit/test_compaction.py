@@ -125,7 +125,7 @@ def test_flatten_is_readable_text() -> None:
 
 # ---- summary_request -----------------------------------------------------------------------------
 def _session() -> Context:
-    ctx = Context()
+    ctx = Context(ttl="1h")
     ctx.add_user([text("Fix app.py")])
     for k in range(6):
         ctx.add_assistant([text(f"step {k}"), use(f"t{k}")])

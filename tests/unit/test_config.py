@@ -21,6 +21,7 @@ DEFAULTS: dict[str, Any] = {
     "max_turn_requests": 50,
     "prompt_caching": True,
     "retries": {"max_total_s": 60.0},
+    "cache": {"ttl": "auto"},
     "context": {
         "window_tokens": None,
         "compress_threshold_tokens": None,
