@@ -15,11 +15,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentd.text import scrub_surrogates
+
+if TYPE_CHECKING:
+    from agentd.tools.workspace import Workspace
 from agentd.text import visible as visible  # re-exported; the escaping rule lives in agentd.text
 
 Effect = Literal["read", "write", "exec"]
@@ -77,7 +80,8 @@ class EditorBridge(Protocol):
 class ToolContext:
     """What a tool may use while it runs. One per session; never a module-level object.
 
-    `root`: the workspace root (absolute, real path); `roots`: every allowed root, `root` first.
+    `root`: the workspace root (absolute, real path); `roots`: every allowed root, `root` first;
+    `workspace`: the same roots pinned (held open) since they were set (`agentd.tools.workspace`, H18).
     `read_max_bytes`, `output_max_bytes` in bytes; `run_timeout_s` in seconds (PROTOCOL.md §4.3 `tools.*`).
     `env`: the child environment for `run_command` (provider API keys already removed by the factory).
     `state`: session-owned objects a tool may need (e.g. `"todos"`: the TodoTracker).
@@ -85,6 +89,7 @@ class ToolContext:
 
     root: Path
     roots: list[Path] = field(default_factory=list)
+    workspace: Workspace = field(init=False, repr=False, compare=False)
     read_max_bytes: int = 262144
     output_max_bytes: int = 32768
     run_timeout_s: float = 120.0
@@ -96,6 +101,15 @@ class ToolContext:
     def __post_init__(self) -> None:
         if not self.roots:
             self.roots = [self.root]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Setting `roots` pins them (H18): `workspace` holds each root open from now on; roots pinned
+        before keep their pin."""
+        super().__setattr__(name, value)
+        if name == "roots" and value:
+            from agentd.tools.workspace import Workspace
+
+            super().__setattr__("workspace", Workspace(value, self.__dict__.get("workspace")))
 
 
 @dataclass

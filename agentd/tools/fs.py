@@ -85,12 +85,12 @@ def _not_text(raw: str, tool: str) -> ToolOutput:
 def _load_text(raw: str, ctx: ToolContext) -> tuple[Path, Loaded | None]:
     """(real path, current text and BOM, or None if the file does not exist) for a write; the editor's
     buffer wins over the disk."""
-    real = resolve_in_workspace(raw, ctx.roots, for_write=True)
+    real = resolve_in_workspace(raw, ctx.workspace, for_write=True)
     buf = _buffer(ctx, real)
     if buf is not None:
         return real, Loaded(buf)
     try:
-        with open_for_read(raw, ctx.roots) as f:
+        with open_for_read(raw, ctx.workspace) as f:
             data = f.read()
     except FileNotFoundError:
         return real, None
@@ -113,7 +113,7 @@ class _PathTool(Tool):
 
     def check(self, args: Any, ctx: ToolContext) -> None:
         """Raises `PathRefused` (CONTRACTS.md §11) when `args.path` escapes the workspace."""
-        resolve_in_workspace(args.path, ctx.roots, for_write=self.for_write)
+        resolve_in_workspace(args.path, ctx.workspace, for_write=self.for_write)
 
 
 # --- read_file -------------------------------------------------------------------------------------
@@ -185,7 +185,7 @@ class ReadFile(_PathTool):
     verb = "Read"
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
-        real = resolve_in_workspace(args.path, ctx.roots, for_write=False)
+        real = resolve_in_workspace(args.path, ctx.workspace, for_write=False)
         offset, cap = args.offset or 1, ctx.read_max_bytes
         try:
             source, sniff, (kept, total, file_lines) = _scan(args.path, real, ctx, offset, args.limit)
@@ -212,7 +212,7 @@ class ReadFile(_PathTool):
             content += truncation_marker(total - len(body), total)
         return ToolOutput(
             content=content,
-            title=f"Read {display_path(real, ctx.roots)}",
+            title=f"Read {display_path(real, ctx.workspace)}",
             locations=[{"path": str(real), "line": offset}],
             raw_output={"lines": len(lines), "bytes": len(body), "source": source},
         )
@@ -227,7 +227,7 @@ def _scan(
         data = buf.encode("utf-8", "surrogatepass")
         window = _window(io.BytesIO(data), len(data), offset, limit, ctx.read_max_bytes)
         return "buffer", data[:BINARY_SNIFF_BYTES], window
-    with open_for_read(raw, ctx.roots) as f:
+    with open_for_read(raw, ctx.workspace) as f:
         sniff = f.read(BINARY_SNIFF_BYTES)
         f.seek(0)
         return "disk", sniff, _window(f, os.fstat(f.fileno()).st_size, offset, limit, ctx.read_max_bytes)
@@ -267,10 +267,10 @@ class ListDir(_PathTool):
         return f"List {args.path.rstrip('/') or '/'}/"
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
-        real = resolve_in_workspace(args.path, ctx.roots, for_write=False)
+        real = resolve_in_workspace(args.path, ctx.workspace, for_write=False)
         try:
             out, truncated = list_tree(
-                args.path, ctx.roots, min(args.depth, LIST_MAX_DEPTH), LIST_MAX_ENTRIES
+                args.path, ctx.workspace, min(args.depth, LIST_MAX_DEPTH), LIST_MAX_ENTRIES
             )
         except OSError as exc:
             return _os_error(args.path, exc)
@@ -279,7 +279,7 @@ class ListDir(_PathTool):
             content += f"\n[... listing stopped at {LIST_MAX_ENTRIES} entries; list a subdirectory ...]"
         return ToolOutput(
             content=content,
-            title=f"List {display_path(real, ctx.roots)}/",
+            title=f"List {display_path(real, ctx.workspace)}/",
             locations=[{"path": str(real)}],
             raw_output={"entries": len(out), "truncated": truncated},
         )
@@ -297,7 +297,7 @@ def _write(raw: str, real: Path, old: str | None, new: Loaded, ctx: ToolContext,
     """Write `new` atomically; the result carries the diff of PROTOCOL.md §7.3 (content set by the caller)."""
     try:
         data = encode(new.text, new.bom)
-        atomic_write(raw, data, ctx.roots)
+        atomic_write(raw, data, ctx.workspace)
     except UnicodeEncodeError:
         return ToolOutput(
             content=f"The new text for {raw} is not valid Unicode; nothing was written.", is_error=True
@@ -355,8 +355,8 @@ def _diff_preview(
     verb: str, raw: str, ctx: ToolContext, new_of: Callable[[Loaded | None], Loaded]
 ) -> Preview:
     """The approval preview of a write (CONTRACTS.md §5): path and unified diff, or why there is none."""
-    real = resolve_in_workspace(raw, ctx.roots, for_write=True)
-    rel = display_path(real, ctx.roots)
+    real = resolve_in_workspace(raw, ctx.workspace, for_write=True)
+    rel = display_path(real, ctx.workspace)
     try:
         _, loaded = _load_text(raw, ctx)
         old = loaded.text if loaded is not None else None
@@ -393,18 +393,20 @@ class WriteFile(_PathTool):
             real, old = _load_text(args.path, ctx)
             existed = old is not None
         except _NotText:
-            real, old, existed = resolve_in_workspace(args.path, ctx.roots, for_write=True), None, True
+            real, old, existed = resolve_in_workspace(args.path, ctx.workspace, for_write=True), None, True
         except OSError as exc:
             return _os_error(args.path, exc)
         new = conform(args.content, old)
         old_text = old.text if old is not None else None
-        out = await _apply(args.path, real, old_text, new, ctx, 1, f"Write {display_path(real, ctx.roots)}")
+        out = await _apply(
+            args.path, real, old_text, new, ctx, 1, f"Write {display_path(real, ctx.workspace)}"
+        )
         if not out.is_error and out.raw_output is not None:
             n = out.raw_output["bytes"]
             out.content = _with_note(
                 f"Wrote {n} bytes to {args.path}." if existed else f"Created {args.path} ({n} bytes).", out
             )
-        out.title = f"Write {display_path(real, ctx.roots)}"
+        out.title = f"Write {display_path(real, ctx.workspace)}"
         return out
 
 
@@ -486,12 +488,12 @@ class EditFile(_PathTool):
             return ToolOutput(content=plan, is_error=True)
         new, count, line = plan
         old_text = old.text if old is not None else None
-        title = f"Edit {display_path(real, ctx.roots)}"
+        title = f"Edit {display_path(real, ctx.workspace)}"
         out = await _apply(args.path, real, old_text, new, ctx, line, title)
         if not out.is_error:
             via = (out.raw_output or {}).get("appliedVia", "disk")
             text = f"Edited {args.path}: replaced {count} occurrence{'s' if count != 1 else ''}."
             out.content = _with_note(text, out)
             out.raw_output = {"appliedVia": via, "replacements": count}
-        out.title = f"Edit {display_path(real, ctx.roots)}"
+        out.title = f"Edit {display_path(real, ctx.workspace)}"
         return out

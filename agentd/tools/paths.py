@@ -3,8 +3,12 @@ TESTING.md §4.5 "Path escapes").
 
 Owns: `resolve_in_workspace` (the check), `open_for_read`, `open_dir`, `atomic_write` and `list_tree` (the
 only ways the fs tools open files and directories), plus `real_roots`, `containing_root` and
-`display_path`. Imports only the standard library, pathspec, `agentd.failpoints` and `agentd.tools.base`;
-never pygls, lsprotocol, acp or `agentd.adapters`.
+`display_path`. Imports only the standard library, pathspec, `agentd.failpoints` and `agentd.tools`
+(`base`, `workspace`); never pygls, lsprotocol, acp or `agentd.adapters`.
+
+`roots` is the session's pinned `Workspace` (`agentd.tools.workspace`, H18); a plain list of roots is
+pinned for the one call. Every function first checks that the roots are still the pinned directories
+(`RootChanged` otherwise), and compares with the real roots as pinned, never re-resolved from their names.
 
 Rules (all refusals raise `PathRefused(raw, roots[0])`, whose `.text()` is the model-facing text):
 - a relative path is joined to `roots[0]`; an absolute one must lie lexically inside a root (as given or
@@ -17,8 +21,9 @@ Rules (all refusals raise `PathRefused(raw, roots[0])`, whose `.text()` is the m
 - a NUL byte, an unencodable name, a path over 4096 bytes or a component over 255 bytes is refused
   before any system call (no `ValueError` escapes);
 - at open time the check runs again (after `failpoints.hit("paths.after_check")`), then the parent chain
-  is opened one directory at a time from the real root with `O_NOFOLLOW`, and the file itself with
-  `O_NOFOLLOW`, so a directory swapped for a symlink in between is refused with the same text.
+  is opened one directory at a time from the pinned root's handle with `O_NOFOLLOW`, and the file itself
+  with `O_NOFOLLOW`, so a directory swapped for a symlink in between is refused with the same text, and a
+  root swapped for a link cannot redirect the open.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import pathspec
 
 from agentd import failpoints
 from agentd.tools.base import PathRefused
+from agentd.tools.workspace import Workspace, as_workspace
 
 PATH_MAX_BYTES = 4096
 NAME_MAX_BYTES = 255
@@ -44,12 +50,12 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
-RootsArg = Sequence[Path | str]
+RootsArg = Workspace | Sequence[Path | str]
 
 
 def real_roots(roots: RootsArg) -> list[str]:
-    """The real (symlink-free, absolute) form of each root, in order."""
-    return [os.path.realpath(os.path.abspath(r)) for r in roots]
+    """The real (symlink-free, absolute) form of each root as pinned, in order."""
+    return as_workspace(roots).reals
 
 
 def _within(path: str, root: str) -> bool:
@@ -84,14 +90,16 @@ def resolve_in_workspace(raw: str, roots: RootsArg, *, for_write: bool) -> Path:
     """Check the model-given path `raw` against the workspace `roots` (`roots[0]` first) and return its real
     absolute path. `for_write`: also refuse a final component that is a symlink.
 
-    Raises `PathRefused(raw, roots[0])` (CONTRACTS.md §11) for every case in the module docstring; never
-    `ValueError`. The returned path may not exist yet.
+    Raises `PathRefused(raw, roots[0])` (CONTRACTS.md §11) for every case in the module docstring,
+    `RootChanged` when a root is no longer its pinned directory; never `ValueError`. The returned path may
+    not exist yet.
     """
     raw = os.fspath(raw)
-    refuse = PathRefused(raw, roots[0])
+    ws = as_workspace(roots)
+    ws.verify()
+    refuse = PathRefused(raw, ws.shown)
     _check_syntax(raw, refuse)
-    given = [os.path.abspath(r) for r in roots]
-    reals = real_roots(roots)
+    given, reals = ws.given, ws.reals
     joined = os.path.join(given[0], raw)
     lexical = os.path.normpath(joined)
     if not any(_within(lexical, r) for r in given + reals):
@@ -107,20 +115,20 @@ def resolve_in_workspace(raw: str, roots: RootsArg, *, for_write: bool) -> Path:
     return Path(real)
 
 
-def _recheck(raw: str | Path, roots: RootsArg, for_write: bool) -> tuple[str, str, list[str]]:
+def _recheck(raw: str | Path, ws: Workspace, for_write: bool) -> tuple[str, str, list[str]]:
     """Check, fire `paths.after_check`, check again; return (raw, real root, path parts below it)."""
     text = os.fspath(raw)
-    resolve_in_workspace(text, roots, for_write=for_write)
+    resolve_in_workspace(text, ws, for_write=for_write)
     failpoints.hit("paths.after_check")
-    real = str(resolve_in_workspace(text, roots, for_write=for_write))
-    root = containing_root(real, roots)
+    real = str(resolve_in_workspace(text, ws, for_write=for_write))
+    root = containing_root(real, ws)
     if root is None:  # resolve_in_workspace guarantees a root; kept for the type checker
-        raise PathRefused(text, roots[0], "outside")
+        raise PathRefused(text, ws.shown, "outside")
     rel = os.path.relpath(real, root)
     return text, root, [] if rel == "." else rel.split(os.sep)
 
 
-def _refuse_on_link(exc: OSError, raw: str, roots: RootsArg, dfd: int, name: str) -> OSError | PathRefused:
+def _refuse_on_link(exc: OSError, raw: str, ws: Workspace, dfd: int, name: str) -> OSError | PathRefused:
     """`O_NOFOLLOW` fails with ELOOP on a link (ENOTDIR with `O_DIRECTORY`): make that a refusal."""
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
         try:
@@ -128,13 +136,14 @@ def _refuse_on_link(exc: OSError, raw: str, roots: RootsArg, dfd: int, name: str
         except OSError:
             is_link = exc.errno == errno.ELOOP
         if is_link or exc.errno == errno.ELOOP:
-            return PathRefused(raw, roots[0], "symlink")
+            return PathRefused(raw, ws.shown, "symlink")
     return exc
 
 
-def _open_chain(raw: str, roots: RootsArg, root: str, parts: list[str], *, create: bool) -> int:
-    """Open `root/parts...` one directory at a time with O_NOFOLLOW; `create`: mkdir missing ones."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+def _open_chain(raw: str, ws: Workspace, root: str, parts: list[str], *, create: bool) -> int:
+    """Open `root/parts...` from the pinned root, one directory at a time with O_NOFOLLOW; `create`: mkdir
+    missing ones."""
+    fd = ws.open_root(root)
     try:
         for part in parts:
             try:
@@ -142,7 +151,7 @@ def _open_chain(raw: str, roots: RootsArg, root: str, parts: list[str], *, creat
             except FileNotFoundError:
                 raise
             except OSError as exc:
-                raise _refuse_on_link(exc, raw, roots, fd, part) from None
+                raise _refuse_on_link(exc, raw, ws, fd, part) from None
             os.close(fd)
             fd = nxt
     except BaseException:
@@ -167,13 +176,14 @@ def open_for_read(path: str | Path, roots: RootsArg) -> BinaryIO:
     Raises `PathRefused` (containment, also at open time), `FileNotFoundError`, `IsADirectoryError`,
     `OSError(EINVAL)` for anything that is not a regular file (FIFOs, devices), other `OSError`s as is.
     """
-    raw, root, parts = _recheck(path, roots, for_write=False)
-    dfd = _open_chain(raw, roots, root, parts[:-1], create=False)
+    ws = as_workspace(roots)
+    raw, root, parts = _recheck(path, ws, for_write=False)
+    dfd = _open_chain(raw, ws, root, parts[:-1], create=False)
     name = parts[-1] if parts else "."
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=dfd)
     except OSError as exc:
-        raise _refuse_on_link(exc, raw, roots, dfd, name) from None
+        raise _refuse_on_link(exc, raw, ws, dfd, name) from None
     finally:
         os.close(dfd)
     mode = os.fstat(fd).st_mode
@@ -189,8 +199,9 @@ def open_for_read(path: str | Path, roots: RootsArg) -> BinaryIO:
 def open_dir(path: str | Path, roots: RootsArg) -> int:
     """Open the model-given directory `path` and return its fd (caller closes it; usable with
     `os.scandir(fd)` and `dir_fd=`). Raises `PathRefused`, `FileNotFoundError`, `NotADirectoryError`."""
-    raw, root, parts = _recheck(path, roots, for_write=False)
-    return _open_chain(raw, roots, root, parts, create=False)
+    ws = as_workspace(roots)
+    raw, root, parts = _recheck(path, ws, for_write=False)
+    return _open_chain(raw, ws, root, parts, create=False)
 
 
 def atomic_write(path: str | Path, data: bytes, roots: RootsArg) -> Path:
@@ -202,16 +213,17 @@ def atomic_write(path: str | Path, data: bytes, roots: RootsArg) -> Path:
     (containment, re-checked at open time; a target that is a symlink at rename time),
     `IsADirectoryError`, other `OSError`s as is. Never writes through a symbolic link.
     """
-    raw, root, parts = _recheck(path, roots, for_write=True)
+    ws = as_workspace(roots)
+    raw, root, parts = _recheck(path, ws, for_write=True)
     if not parts:
         raise IsADirectoryError(errno.EISDIR, "Is a directory", raw)
     name = parts[-1]
-    dfd = _open_chain(raw, roots, root, parts[:-1], create=True)
+    dfd = _open_chain(raw, ws, root, parts[:-1], create=True)
     tmp = f".agentd-{secrets.token_hex(6)}.tmp"
     made_tmp = False
     try:
         old = _lstat_at(name, dfd)
-        _refuse_target(old, raw, roots)
+        _refuse_target(old, raw, ws)
         fd = os.open(tmp, _TMP_FLAGS, 0o644, dir_fd=dfd)
         made_tmp = True
         try:
@@ -223,7 +235,7 @@ def atomic_write(path: str | Path, data: bytes, roots: RootsArg) -> Path:
             os.fsync(fd)
         finally:
             os.close(fd)
-        _refuse_target(_lstat_at(name, dfd), raw, roots)
+        _refuse_target(_lstat_at(name, dfd), raw, ws)
         os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         made_tmp = False
         os.fsync(dfd)
@@ -244,11 +256,11 @@ def _lstat_at(name: str, dfd: int) -> os.stat_result | None:
         return None
 
 
-def _refuse_target(st: os.stat_result | None, raw: str, roots: RootsArg) -> None:
+def _refuse_target(st: os.stat_result | None, raw: str, ws: Workspace) -> None:
     if st is None:
         return
     if stat.S_ISLNK(st.st_mode):
-        raise PathRefused(raw, roots[0], "symlink")
+        raise PathRefused(raw, ws.shown, "symlink")
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", raw)
 
@@ -263,9 +275,10 @@ def list_tree(path: str | Path, roots: RootsArg, depth: int, max_entries: int) -
     symlinks: entries relative to it, sorted by name, pre-order, directories with `/`, links with `@`.
     `.git` and what `.gitignore` files (from the root down) ignore are left out (git semantics, pathspec's
     `GitIgnoreSpec`). Returns (entries, True if stopped at `max_entries`). Raises like `open_dir`."""
-    raw, root, parts = _recheck(path, roots, for_write=False)
+    ws = as_workspace(roots)
+    raw, root, parts = _recheck(path, ws, for_write=False)
     specs: _Specs = []
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = ws.open_root(root)
     try:
         for i, part in enumerate(parts):  # the ancestors' .gitignore files, one O_NOFOLLOW step at a time
             _add_gitignore(specs, "/".join(parts[:i]), fd)
@@ -274,7 +287,7 @@ def list_tree(path: str | Path, roots: RootsArg, depth: int, max_entries: int) -
             except FileNotFoundError:
                 raise
             except OSError as exc:
-                raise _refuse_on_link(exc, raw, roots, fd, part) from None
+                raise _refuse_on_link(exc, raw, ws, fd, part) from None
             os.close(fd)
             fd = nxt
         out: list[str] = []

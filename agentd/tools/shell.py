@@ -260,12 +260,18 @@ class RunCommand(Tool):
     def title(self, args: Any) -> str:
         return f"Run `{args.command}`"
 
+    def check(self, args: Any, ctx: ToolContext) -> None:
+        """Raises `RootChanged` when the workspace root is no longer the directory the session pinned (H18):
+        the command would run somewhere else."""
+        ctx.workspace.verify()
+
     async def preview(self, args: Any, ctx: ToolContext) -> Preview:
         return Preview(summary=f"Run `{args.command}` in {ctx.root}", command=args.command, cwd=str(ctx.root))
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         """Raises CancelledError after killing the group when cancelled; never leaves a process behind
         in the group."""
+        ctx.workspace.verify()  # again: the approval may have taken minutes (raises RootChanged)
         timeout = min(args.timeout_s or ctx.run_timeout_s, ctx.run_timeout_s)
         capture = OutputCapture(ctx.output_max_bytes)
         tag = secrets.token_hex(8)  # marks every descendant, also those that leave the process group

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentd.tools import shell
 from agentd.tools.base import Preview, ToolContext, ToolOutput, validate_input
 from agentd.tools.shell import OutputCapture, RunCommand
+from agentd.tools.workspace import RootChanged
 
 CANARY = "sk-ant-emu-0123456789abcdef0123456789abcdef"
 
@@ -156,19 +158,35 @@ async def test_child_env_lacks_provider_keys(ws: Path) -> None:
     assert ("KEEP_ME=yes" in lines, lines[-1], out.content.count(CANARY[:16])) == (True, "[exit code 0]", 0)
 
 
-async def test_preview_and_start_failure(ws: Path, tmp_path: Path) -> None:
+async def test_preview_and_start_failure(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tool = RunCommand()
     args, _ = validate_input(tool, {"command": "make test"})
     assert await tool.preview(args, ToolContext(root=ws)) == Preview(
         summary=f"Run `make test` in {ws}", command="make test", cwd=str(ws)
     )
-    gone = tmp_path / "gone"
-    out = await tool.run(args, ToolContext(root=gone))
+    monkeypatch.setattr(shell, "shell_path", lambda: "/nonexistent/bash")
+    out = await tool.run(args, ToolContext(root=ws))
     assert out == ToolOutput(
-        content=f"run_command could not start: [Errno 2] No such file or directory: '{gone}'",
+        content="run_command could not start: [Errno 2] No such file or directory: '/nonexistent/bash'",
         is_error=True,
         title="Run `make test`",
     )
+
+
+async def test_a_workspace_root_that_is_gone_is_refused_before_running(ws: Path) -> None:
+    """H18: the root was deleted (or replaced) since the session pinned it: run_command refuses in check()
+    and again in run(), instead of running somewhere else."""
+    tool = RunCommand()
+    args, _ = validate_input(tool, {"command": "touch x"})
+    ctx = ToolContext(root=ws)
+    moved = ws.with_name("moved")
+    ws.rename(moved)
+    with pytest.raises(RootChanged) as refused:
+        tool.check(args, ctx)
+    assert refused.value.text().startswith(f"Refused: the workspace root {ws} is no longer the directory")
+    with pytest.raises(RootChanged):
+        await tool.run(args, ctx)
+    assert not (moved / "x").exists() and not ws.exists()
 
 
 @given(chunks=st.lists(st.binary(max_size=40), max_size=12), limit=st.integers(min_value=1, max_value=64))
