@@ -3,10 +3,13 @@
 - `gen-session --messages N --seed S [--data-dir D]`: write a generated session (tests/benchmarks/gen.py)
   into D (default: a new temporary folder) and print `{"dataDir", "sessionId", "messages", "records",
   "bytes"}` as one JSON line.
-- `all [--write FILE]`: run every benchmark module present (`tests.benchmarks.<name>` for the names in
-  MODULES), each as its own process, and collect the one JSON line each prints. With `--write`, rewrite the
-  block between `<!-- bench:begin -->` and `<!-- bench:end -->` of FILE (appended when missing) with the
-  results, the reproducing command, the commit, the Python version, the CPU count and the date. A module
+- `all [--write FILE [--allow-dirty]]`: run every benchmark module present (`tests.benchmarks.<name>` for
+  the names in MODULES), each as its own process, and collect the one JSON line each prints. With `--write`,
+  rewrite the block between `<!-- bench:begin -->` and `<!-- bench:end -->` of FILE (appended when missing)
+  with the results, the reproducing command, the commit, the Python version, the CPU count and the date.
+  Published figures come from a committed tree (issue 9 H17): `--write` refuses, before running anything
+  (exit 2), when the work tree has changes other than FILE itself (`git status --porcelain`, untracked
+  files included); `--allow-dirty` runs anyway and marks the commit `(with uncommitted changes)`. A module
   that fails publishes nothing: the file is left as it was and the exit code is 1.
 """
 
@@ -89,10 +92,23 @@ def _fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def render(results: dict[str, dict[str, Any]], when: datetime) -> str:
+def uncommitted_changes(exclude: Path | None = None) -> list[str]:
+    """`git status --porcelain` lines of the work tree (untracked files included), without `exclude`."""
+    skip = str(exclude.resolve().relative_to(ROOT.resolve())) if exclude is not None else None
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT, capture_output=True, text=True, timeout=30, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ["(not a git work tree: the commit cannot be recorded)"]
+    return [ln for ln in out.splitlines() if ln[3:].strip('"') != skip]
+
+
+def render(results: dict[str, dict[str, Any]], when: datetime, dirty: bool = False) -> str:
     """The Markdown block that goes between the markers."""
     commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--untracked-files=no"):
+    if dirty:
         commit += " (with uncommitted changes)"
     out = [
         BEGIN,
@@ -134,7 +150,20 @@ def run_all(argv: list[str]) -> int:
     p.add_argument(
         "--write", metavar="FILE", help="rewrite the bench block of FILE (e.g. docs/benchmarks.md)"
     )
+    p.add_argument(
+        "--allow-dirty", action="store_true", help="with --write: publish from uncommitted changes, marked so"
+    )
     a = p.parse_args(argv)
+    dirty = uncommitted_changes(Path(a.write)) if a.write else []
+    if dirty and not a.allow_dirty:
+        sys.stderr.write(
+            "[bench] refusing to --write from a tree with uncommitted changes (docs/benchmarks.md must come "
+            "from a commit):\n"
+            + "\n".join(f"  {ln}" for ln in dirty[:20])
+            + "\n[bench] commit or stash them, "
+            "or pass --allow-dirty to publish figures marked '(with uncommitted changes)'\n"
+        )
+        return 2
     present = [m for m in MODULES if (Path(__file__).parent / f"{m}.py").exists()]
     results: dict[str, dict[str, Any]] = {}
     for name in present:
@@ -146,7 +175,7 @@ def run_all(argv: list[str]) -> int:
             return 1
         sys.stdout.write(json.dumps(results[name], separators=(",", ":")) + "\n")
     if a.write:
-        write_block(Path(a.write), render(results, datetime.now(UTC)))
+        write_block(Path(a.write), render(results, datetime.now(UTC), dirty=bool(dirty)))
         sys.stderr.write(f"[bench] wrote {a.write}\n")
     return 0
 

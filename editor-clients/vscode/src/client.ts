@@ -119,8 +119,9 @@ export function createClient(
       child.once("error", (err) =>
         reject(
           new Error(
-            `Could not start agentd (${cmd.command}): ${err.message}. Install agentd (pip install agentd) ` +
-              `or set "agentd.path" to its executable.`,
+            `Could not start agentd (${cmd.command}): ${err.message}. Install agentd from a clone of its ` +
+              `repository ("pipx install ." there; the package is agentd-daemon, "pip install agentd" is an ` +
+              `unrelated project) or set "agentd.path" to its executable.`,
           ),
         ),
       );

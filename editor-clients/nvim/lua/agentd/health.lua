@@ -72,8 +72,9 @@ local function check_executable(cmd)
   local path = exe and vim.fn.exepath(exe) or ''
   if path == '' then
     error(fmt('%s not found (cmd = %s)', tostring(exe), vim.inspect(cmd)), {
-      'Install agentd (pip install agentd, or pip install -e . in a clone) so that `agentd` is on PATH,',
-      "or set cmd in require('agentd').setup({ cmd = { '/path/to/agentd' } }).",
+      'Install agentd from a clone of its repository: `pipx install .` there puts it on PATH.',
+      'Its Python package is agentd-daemon; `pip install agentd` installs an unrelated project.',
+      "Or set cmd in require('agentd').setup({ cmd = { '/path/to/agentd' } }), e.g. a venv's bin/agentd.",
     })
     return
   end
