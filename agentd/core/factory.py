@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from agentd.audit import AuditLog
+from agentd.clock import Clock, default_clock
 from agentd.config import Settings
-from agentd.core.clock import Clock, default_clock
 from agentd.core.context import Context
 from agentd.core.hooks import Hooks
 from agentd.core.prompts import system_blocks

@@ -19,8 +19,8 @@ from typing import Any
 from ulid import ULID
 
 from agentd.audit import AuditLog
+from agentd.clock import Clock
 from agentd.config import Settings
-from agentd.core.clock import Clock
 from agentd.core.context import Context
 from agentd.core.hooks import Hooks
 from agentd.core.todos import TodoTracker

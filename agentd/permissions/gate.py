@@ -9,7 +9,7 @@ change between decisions (`Gate.mode`). Each decision writes one line
 The audit record is written by the caller (agentd.audit) from the returned `Decision`; `unknown_tool` and
 `invalid_input` decisions are made before the gate (`Decision.unknown_tool()`, `Decision.invalid_input()`).
 
-Imports agentd.core.clock, agentd.core.hooks, agentd.tools.base and this package; never pygls, lsprotocol,
+Imports agentd.clock, agentd.core.hooks, agentd.tools.base and this package; never pygls, lsprotocol,
 acp or agentd.adapters.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agentd.core.clock import Clock, SystemClock
+from agentd.clock import Clock, SystemClock
 from agentd.core.hooks import Hooks, HookVerdict
 from agentd.permissions.approver import (
     NO_TERMINAL,

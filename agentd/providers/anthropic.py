@@ -29,7 +29,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, cast
 
-from agentd.core.clock import Clock, SystemClock
+from agentd.clock import Clock, SystemClock
 from agentd.errors import ProviderError
 from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
 

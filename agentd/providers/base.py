@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from agentd.core.clock import Clock
+from agentd.clock import Clock
 from agentd.errors import ProviderError
 
 log = logging.getLogger("agentd.providers")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from agentd.core.clock import Clock, SystemClock
+from agentd.clock import Clock, SystemClock
 from agentd.errors import ConfigError, MissingCredentials
 from agentd.providers.base import Provider
 from agentd.providers.models import DEFAULT_MODELS

@@ -47,7 +47,7 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import Any, cast
 from urllib.parse import urlparse
 
-from agentd.core.clock import Clock, SystemClock
+from agentd.clock import Clock, SystemClock
 from agentd.errors import ProviderError
 from agentd.providers.anthropic import connection_error, is_transport_error, provider_error_for_status, scrub
 from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage

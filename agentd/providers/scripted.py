@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentd.core.clock import Clock, SystemClock
+from agentd.clock import Clock, SystemClock
 from agentd.errors import ConfigError, ProviderError
 from agentd.providers.anthropic import provider_error_for_status, wire_body
 from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage

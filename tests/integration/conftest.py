@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from agentd.clock import ManualClock
 from agentd.config import Settings, load_settings
-from agentd.core.clock import ManualClock
 from agentd.core.factory import create_session, open_session
 from agentd.core.session import Session
 from agentd.permissions.approver import Approver, QueueApprover

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agentd.core.clock import ManualClock
+from agentd.clock import ManualClock
 from agentd.errors import ProviderError
 from agentd.providers.anthropic import AnthropicProvider
 from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, Usage, run_with_retries

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentd.core.clock import ManualClock
+from agentd.clock import ManualClock
 from agentd.errors import ProviderError
 from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, Usage, run_with_retries
 from agentd.providers.openai_compat import OpenAICompatProvider, tool_calls_from_text

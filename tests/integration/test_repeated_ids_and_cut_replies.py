@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentd.clock import ManualClock
 from agentd.config import load_settings
-from agentd.core.clock import ManualClock
 from agentd.core.factory import create_session, open_session
 from agentd.core.replies import cut_notice, repeat_text
 from agentd.core.validate import validate_request

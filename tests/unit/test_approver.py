@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from agentd.core.clock import ManualClock
+from agentd.clock import ManualClock
 from agentd.permissions import approver as approver_mod
 from agentd.permissions.approver import (
     ApprovalOutcome,

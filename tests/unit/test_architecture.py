@@ -141,3 +141,16 @@ def test_every_failpoint_named_in_code_and_tests_is_registered() -> None:
             ):
                 named.add(str(n.args[0].value))
     assert named - failpoints.POINTS == set()
+
+
+def test_the_clock_is_a_leaf_and_providers_never_reach_into_the_core() -> None:
+    """Issue 10 Part 1: the clock lives below the core; providers import it without importing agentd.core
+    (the scripted provider's request validator, a leaf that imports nothing of agentd, excepted)."""
+    clock = [m for m, _ in _imports(PKG / "clock.py") if _first(m) == "agentd"]
+    providers = [
+        (_rel(p), m)
+        for p in (PKG / "providers").rglob("*.py")
+        for m, _ in _imports(p)
+        if m.startswith("agentd.core") and m != "agentd.core.validate"
+    ]
+    assert (clock, providers) == ([], [])

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentd.core.clock import ManualClock
+from agentd.clock import ManualClock
 from agentd.core.hooks import Hooks, HookVerdict
 from agentd.permissions.approver import (
     ApprovalOutcome,

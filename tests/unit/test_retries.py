@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentd.core.clock import ManualClock
+from agentd.clock import ManualClock
 from agentd.errors import ProviderError
 from agentd.providers.base import ModelResponse, Usage, run_with_retries
 

@@ -1,7 +1,8 @@
 """The injectable clock (CONTRACTS.md §6: retries run on it; tests advance it instead of sleeping).
 
 Owns: `Clock` (protocol), `SystemClock`, `ManualClock`, `OffsetClock` and `default_clock()`, the clock a
-session gets when its caller passes none. Imports nothing from agentd.
+session gets when its caller passes none. A leaf below the core: providers, the permission gate and the core
+import it; it imports nothing from agentd (ARCHITECTURE.md "The dependency rule").
 
 Test-only hook: when `AGENTD_TEST_CLOCK_FILE` names a file, `default_clock()` is an `OffsetClock`: the system
 clock plus the number of seconds written in that file. A test or benchmark driving a separate agentd process
