@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentd.core.breakpoints import TtlMode
 from agentd.clock import ManualClock
+from agentd.core.breakpoints import TtlMode
 from agentd.core.context import Context
 from agentd.core.todos import REMINDER_TEXT, apply_reminder
 from agentd.core.validate import validate_request

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentd.core.breakpoints import Gaps, Planner
 from agentd.clock import ManualClock, OffsetClock
+from agentd.core.breakpoints import Gaps, Planner
 from agentd.core.context import Context
 from agentd.providers.base import Usage
 from agentd.testing.emulator import CacheSim, validate_request
