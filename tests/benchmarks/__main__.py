@@ -6,7 +6,8 @@
 - `all [--write FILE [--allow-dirty]]`: run every benchmark module present (`tests.benchmarks.<name>` for
   the names in MODULES), each as its own process, and collect the one JSON line each prints. With `--write`,
   rewrite the block between `<!-- bench:begin -->` and `<!-- bench:end -->` of FILE (appended when missing)
-  with the results, the reproducing command, the commit, the Python version, the CPU count and the date.
+  with the results, the reproducing command, the commit, the Python version, the CPU count, the date and the
+  load average when the run started (a busy machine slows every absolute time).
   Published figures come from a committed tree (issue 9 H17): `--write` refuses, before running anything
   (exit 2), when the work tree has changes other than FILE itself (`git status --porcelain`, untracked
   files included); `--allow-dirty` runs anyway and marks the commit `(with uncommitted changes)`. A module
@@ -105,7 +106,9 @@ def uncommitted_changes(exclude: Path | None = None) -> list[str]:
     return [ln for ln in out.splitlines() if ln[3:].strip('"') != skip]
 
 
-def render(results: dict[str, dict[str, Any]], when: datetime, dirty: bool = False) -> str:
+def render(
+    results: dict[str, dict[str, Any]], when: datetime, dirty: bool = False, load: float | None = None
+) -> str:
     """The Markdown block that goes between the markers."""
     commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
     if dirty:
@@ -120,6 +123,13 @@ def render(results: dict[str, dict[str, Any]], when: datetime, dirty: bool = Fal
         f"- Python {platform.python_version()} ({platform.python_implementation()}), {os.cpu_count()} CPUs, "
         f"{platform.system()} {platform.machine()}",
         f"- date: {when.strftime('%Y-%m-%d %H:%M UTC')}",
+        *(
+            [
+                f"- load average (1 min) when the run started: {load:.2f} (absolute times scale with it; ratios less)"
+            ]
+            if load is not None
+            else []
+        ),  # fmt: skip
         "",
     ]
     for name, result in results.items():
@@ -164,6 +174,7 @@ def run_all(argv: list[str]) -> int:
             "or pass --allow-dirty to publish figures marked '(with uncommitted changes)'\n"
         )
         return 2
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     present = [m for m in MODULES if (Path(__file__).parent / f"{m}.py").exists()]
     results: dict[str, dict[str, Any]] = {}
     for name in present:
@@ -175,7 +186,7 @@ def run_all(argv: list[str]) -> int:
             return 1
         sys.stdout.write(json.dumps(results[name], separators=(",", ":")) + "\n")
     if a.write:
-        write_block(Path(a.write), render(results, datetime.now(UTC), dirty=bool(dirty)))
+        write_block(Path(a.write), render(results, datetime.now(UTC), dirty=bool(dirty), load=load))
         sys.stderr.write(f"[bench] wrote {a.write}\n")
     return 0
 
