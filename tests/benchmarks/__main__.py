@@ -129,7 +129,7 @@ def render(
             ]
             if load is not None
             else []
-        ),  # fmt: skip
+        ),
         "",
     ]
     for name, result in results.items():
