@@ -29,6 +29,8 @@ class Rule(BaseModel):
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(tool="read_file", action="allow"),
     Rule(tool="list_dir", action="allow"),
+    Rule(tool="grep", action="allow"),
+    Rule(tool="glob", action="allow"),
     Rule(tool="todo_write", action="allow"),
     Rule(tool="write_file", action="ask"),
     Rule(tool="edit_file", action="ask"),

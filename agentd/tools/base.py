@@ -60,6 +60,10 @@ class DocumentOverlay(Protocol):
         """The unsaved text of `path` if it is open in the editor, else None."""
         ...
 
+    def open_paths(self) -> list[Path]:
+        """Real paths of the documents open in the editor (the search tools check each for unsaved text)."""
+        ...
+
 
 class EditorBridge(Protocol):
     """Edits through the editor (LSP adapter, PROTOCOL.md §8.2). Optional; `None` in the CLI."""
@@ -230,6 +234,8 @@ def _problem(err: Mapping[str, Any]) -> str:
         return "must not be empty"
     if etype == "greater_than_equal":
         return f"must be >= {ctx.get('ge')}"
+    if etype == "less_than_equal":
+        return f"must be <= {ctx.get('le')}"
     if etype == "greater_than":
         return f"must be > {ctx.get('gt')}"
     if etype == "value_error":

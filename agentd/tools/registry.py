@@ -12,6 +12,7 @@ from typing import Any
 
 from agentd.tools.base import Tool
 from agentd.tools.fs import EditFile, ListDir, ReadFile, WriteFile
+from agentd.tools.search import Glob, Grep
 from agentd.tools.shell import RunCommand
 
 
@@ -52,6 +53,6 @@ class ToolRegistry:
 
 
 def default_tools() -> list[Tool]:
-    """Fresh instances of the built-in tools in their fixed order: read_file, list_dir, write_file,
-    edit_file, run_command (`todo_write` is not included; the factory puts it first)."""
-    return [ReadFile(), ListDir(), WriteFile(), EditFile(), RunCommand()]
+    """Fresh instances of the built-in tools in their fixed order: read_file, list_dir, grep, glob,
+    write_file, edit_file, run_command (`todo_write` is not included; the factory puts it first)."""
+    return [ReadFile(), ListDir(), Grep(), Glob(), WriteFile(), EditFile(), RunCommand()]

@@ -184,8 +184,8 @@ async def test_unknown_tool_and_refused_path_are_denied_before_the_gate(make_har
     results = _last_user_blocks(h.requests[1])
     root = h.session.p.tool_ctx.root
     assert [r["content"] for r in results] == [
-        'unknown tool "delete_everything"; available tools: todo_write, read_file, list_dir, write_file, '
-        "edit_file, run_command",
+        'unknown tool "delete_everything"; available tools: todo_write, read_file, list_dir, grep, glob, '
+        "write_file, edit_file, run_command",
         f"Refused: ../outside.txt is outside the workspace ({root}) or reached through a symbolic link; "
         "the call was not run.",
     ]

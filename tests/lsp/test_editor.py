@@ -75,3 +75,35 @@ async def test_unsaved_buffer_read_and_write_through_apply_edit(
     else:
         assert (final["status"], final["content"]) == (
             "failed", [{"type": "content", "content": {"type": "text", "text": result}}])  # fmt: skip
+
+
+async def test_grep_searches_unsaved_buffers(
+    client_name: str, emulator: Emulator, workspace: Path, data_dir: Path, daemons: Any
+) -> None:
+    """Issue 11: in the daemon, `grep` searches a file open with unsaved changes as the buffer holds it
+    (`didOpen` then an incremental `didChange`), and the file on disk is left alone."""
+    src = workspace / "src" / "app.py"
+    src.parent.mkdir()
+    src.write_text("def old_name():\n    pass\n", encoding="utf-8")
+    (workspace / "other.py").write_text("old_name()\n", encoding="utf-8")
+    expected = "other.py:1:old_name()\nsrc/app.py:2:    return old_name_typed"
+    emulator.script({"answers": [
+        {"reply": [{"tool_use": {"name": "grep", "input": {"pattern": "old_name"}}}], "stop_reason": "tool_use"},
+        {"reply": [{"text": "Found."}], "stop_reason": "end_turn",
+         "expect": {"tool_result_for": "toolu_emu_1_1", "is_error": False, "content": expected}},
+    ]})  # fmt: skip
+    d = await daemons(client_name, daemon_env(data_dir, emulator.url), [workspace])
+    uri = src.resolve().as_uri()
+    d.client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1,
+                                             text="def old_name():\n    pass\n")))  # fmt: skip
+    d.client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=0, character=4), end=types.Position(line=1, character=8)),
+            text="new_name():\n    return old_name_typed")]))  # fmt: skip
+    sid = await d.new(workspace)
+    assert await d.prompt(sid, "Where is old_name used?") == "end_turn"
+    final = [u for u in d.rec.of(sid, "tool_call_update") if u["toolCallId"] == "toolu_emu_1_1"][-1]
+    assert (final["status"], final["content"][0]["content"]["text"]) == ("completed", expected)
+    assert src.read_text(encoding="utf-8") == "def old_name():\n    pass\n"

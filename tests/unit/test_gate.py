@@ -69,6 +69,8 @@ def test_default_rules() -> None:
     assert [(r.tool, r.action) for r in DEFAULT_RULES] == [
         ("read_file", "allow"),
         ("list_dir", "allow"),
+        ("grep", "allow"),
+        ("glob", "allow"),
         ("todo_write", "allow"),
         ("write_file", "ask"),
         ("edit_file", "ask"),

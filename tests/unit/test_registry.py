@@ -10,7 +10,7 @@ import pytest
 from agentd.tools.base import StrictInput, Tool, ToolContext, ToolOutput
 from agentd.tools.registry import ToolRegistry, default_tools
 
-ORDER = ["read_file", "list_dir", "write_file", "edit_file", "run_command"]
+ORDER = ["read_file", "list_dir", "grep", "glob", "write_file", "edit_file", "run_command"]
 
 
 class Dummy(Tool):
@@ -27,15 +27,15 @@ def test_default_order_and_lookup() -> None:
     reg = ToolRegistry(default_tools())
     assert reg.names() == ORDER
     assert [t.name for t in reg] == ORDER
-    assert len(reg) == 5
-    assert reg.get("edit_file") is list(reg)[3]
+    assert len(reg) == 7
+    assert reg.get("edit_file") is list(reg)[5]
     assert reg.get("todo_write") is None
     assert reg.get("Read_File") is None
 
 
 def test_default_tools_are_fresh_instances() -> None:
     first, second = default_tools(), default_tools()
-    assert [a is b for a, b in zip(first, second, strict=True)] == [False] * 5
+    assert [a is b for a, b in zip(first, second, strict=True)] == [False] * 7
 
 
 def test_effects_and_kinds() -> None:
@@ -43,6 +43,8 @@ def test_effects_and_kinds() -> None:
     assert table == {
         "read_file": ("read", "read"),
         "list_dir": ("read", "read"),
+        "grep": ("read", "search"),
+        "glob": ("read", "search"),
         "write_file": ("write", "edit"),
         "edit_file": ("write", "edit"),
         "run_command": ("exec", "execute"),
@@ -71,6 +73,7 @@ def test_duplicate_names_and_unknown_tool_text() -> None:
     with pytest.raises(ValueError) as err:
         ToolRegistry([*default_tools(), Dummy()])
     assert str(err.value) == "duplicate tool name 'read_file'"
-    assert ToolRegistry(default_tools()).unknown_tool_text("grep") == (
-        'unknown tool "grep"; available tools: read_file, list_dir, write_file, edit_file, run_command'
+    assert ToolRegistry(default_tools()).unknown_tool_text("find") == (
+        'unknown tool "find"; available tools: read_file, list_dir, grep, glob, write_file, edit_file,'
+        " run_command"
     )

@@ -1,7 +1,7 @@
 """The editor as the agent's hands (PROTOCOL.md §8): open buffers and edits through `workspace/applyEdit`.
 
 Owns: `OpenDocuments`, the overlay `read_file` (and the "before" side of a diff) reads unsaved buffers from
-(`read_text(path)`, the `DocumentOverlay` of `agentd.tools.base`); and `Editor`, which applies a
+and `grep` searches (`read_text(path)`, `open_paths()`: the `DocumentOverlay` of `agentd.tools.base`); and `Editor`, which applies a
 `write_file`/`edit_file` change to an open document with `workspace/applyEdit` (the `editor` of the
 ToolContext). Buffer texts come from pygls' workspace, which applies `didOpen`/`didChange` (incremental,
 UTF-16 positions)/`didClose`; this module only maps real paths (symlinks resolved) to `file:` URIs.
@@ -73,6 +73,10 @@ class OpenDocuments:
         """The buffer text of `path` if it is open in the editor, else None."""
         doc = self.document(path)
         return doc.source if doc is not None else None
+
+    def open_paths(self) -> list[Path]:
+        """Real paths of the open `file:` documents, sorted (`grep` searches their unsaved text)."""
+        return [Path(p) for p in sorted(self._uris)]
 
 
 def _end_position(text: str) -> types.Position:

@@ -1,0 +1,138 @@
+"""What one search covers and how ripgrep is run on it (issue 11): the scope, the pinned folder, the glob
+filter and the unsaved editor buffers inside the scope.
+
+Owns: `Scope` (the model-given path, checked by `agentd.tools.paths`), `Walk` (the rg binary, flags and glob
+filter of one search; `rg_run()`, `opened()`), `QueryError` (ripgrep or the glob rejected the query) and
+`dirty_buffers()` (open editor buffers whose text differs from the file on disk). Imports the standard
+library and `agentd.tools`; never pygls, lsprotocol, acp or `agentd.adapters`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentd.tools import ripgrep
+from agentd.tools.base import ToolContext
+from agentd.tools.globs import GlobFilter, InvalidGlob
+from agentd.tools.paths import display_path, open_dir, open_for_read, real_roots, resolve_in_workspace
+
+BUFFER_COMPARE_MAX_BYTES = 16 << 20
+
+
+class QueryError(Exception):
+    """ripgrep or the glob filter rejected the query; `str()` is the model-facing text."""
+
+
+@dataclass
+class Scope:
+    """What a search covers: the model-given `raw` path, its `real` path, `rel` (workspace-relative for
+    display, `.` for the root) and whether it is one file."""
+
+    raw: str
+    real: Path
+    rel: str
+    is_file: bool
+
+    @classmethod
+    def of(cls, raw: str, ctx: ToolContext) -> Scope:
+        """Raises `PathRefused` (CONTRACTS.md §11)."""
+        real = resolve_in_workspace(raw, ctx.workspace, for_write=False)
+        return cls(raw, real, display_path(real, ctx.workspace), real.is_file())
+
+    def shown(self, rg_path: bytes) -> str:
+        """A path rg printed (relative to the scope folder) as the model sees it: workspace-relative."""
+        if self.is_file:
+            return self.rel
+        rel = os.fsdecode(ripgrep.strip_dot(rg_path))
+        return rel if self.rel == "." else f"{self.rel}/{rel}"
+
+    def locator(self, ctx: ToolContext) -> Callable[[bytes], str]:
+        """rg path -> absolute path, for `locations` (PROTOCOL.md §7.3: absolute there)."""
+        base = real_roots(ctx.workspace)[0]
+        return lambda rg_path: os.path.join(base, self.shown(rg_path))
+
+
+@dataclass
+class Walk:
+    """One search: the rg binary, the scope, the filter flags and the glob filter (None: every file)."""
+
+    rg: str
+    scope: Scope
+    flags: list[str]
+    glob: GlobFilter | None
+    ctx: ToolContext
+
+    @classmethod
+    def of(cls, raw_path: str, glob: str | None, ctx: ToolContext) -> Walk:
+        """Raises `RipgrepMissing`, `PathRefused`, `QueryError` (a bad glob)."""
+        rg = ripgrep.find_rg()
+        scope = Scope.of(raw_path, ctx)
+        try:
+            gf = GlobFilter(glob) if glob and not scope.is_file else None
+        except InvalidGlob as exc:
+            raise QueryError(f"Invalid glob {glob!r}: {exc}") from None
+        flags = ripgrep.base_flags(hidden=gf is not None and gf.hidden) + (gf.rg_flags() if gf else [])
+        return cls(rg, scope, flags, gf, ctx)
+
+    def keeps(self, rg_path: bytes) -> bool:
+        return self.glob is None or self.glob.matches(os.fsdecode(ripgrep.strip_dot(rg_path)))
+
+    async def rg_run(
+        self, args: list[str], cwd_fd: int | None, stdin_fd: int | None = None, *, pattern: str = ""
+    ) -> ripgrep.RgRun:
+        """Run rg with the walk's flags and `args`. Raises `QueryError` when rg rejects the regex
+        `pattern` or the glob."""
+        run = await ripgrep.run_rg(
+            self.rg, [*self.flags, *args], cwd_fd=cwd_fd, stdin_fd=stdin_fd, timeout_s=self.ctx.run_timeout_s
+        )
+        err = run.error()
+        if err is not None:
+            is_glob = "glob" in err.splitlines()[0]
+            given = (self.glob.glob if self.glob else "") if is_glob else pattern
+            raise QueryError(
+                f"Invalid {'glob' if is_glob else 'regex'} {given!r}: {err.removeprefix('rg: ')}"
+            )
+        return run
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[tuple[int | None, int | None]]:
+        """(cwd fd, stdin fd) for rg: a folder is opened and pinned (`paths.open_dir`); a file is opened
+        with `paths.open_for_read` and searched on stdin, so neither can be swapped for a link after the
+        containment check. Raises OSError (missing, not a folder) and `PathRefused`."""
+        if self.scope.is_file:
+            with open_for_read(self.scope.raw, self.ctx.workspace) as f:
+                yield None, f.fileno()
+            return
+        fd = open_dir(self.scope.raw, self.ctx.workspace)
+        try:
+            yield fd, None
+        finally:
+            os.close(fd)
+
+
+def dirty_buffers(scope: Scope, ctx: ToolContext) -> dict[Path, str]:
+    """Open editor buffers inside `scope` whose text differs from the file on disk, by real path. A buffer
+    of a file that is not on disk (never saved) is not searched."""
+    docs = ctx.documents
+    if docs is None:
+        return {}
+    out: dict[Path, str] = {}
+    for real in docs.open_paths():
+        inside = real == scope.real if scope.is_file else real.is_relative_to(scope.real)
+        text = docs.read_text(real) if inside else None
+        if text is not None and differs(real, text, ctx):
+            out[real] = text
+    return out
+
+
+def differs(real: Path, text: str, ctx: ToolContext) -> bool:
+    try:
+        with open_for_read(str(real), ctx.workspace) as f:
+            disk = f.read(BUFFER_COMPARE_MAX_BYTES + 1)
+    except Exception:  # not on disk, refused, not a regular file: nothing of it to search
+        return False
+    return disk != text.encode("utf-8", "surrogatepass")
