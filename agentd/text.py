@@ -1,7 +1,7 @@
-"""Text safety: what agentd shows a person (`visible`) and what it may store or send (valid Unicode).
-LEAF: imports only the standard library.
+"""Text safety: what agentd shows a person (`visible`) and what it may store or send (valid Unicode, JSON
+of a bounded depth). LEAF: imports only the standard library.
 
-Owns two rules (issue 9, H19 and H20):
+Owns three rules (issue 9, H19 and H20):
 
 - `visible(text)`: the one escaping rule of every approval text and operator line (the terminal approver,
   the LSP `requestPermission` params and `showMessageRequest` fallback, tool titles, `[Tool]` lines). A
@@ -15,6 +15,9 @@ Owns two rules (issue 9, H19 and H20):
 - Lone surrogates (`"\\udcff"`: what Python makes of undecodable bytes or of a JSON `\\udcff` escape) are not
   Unicode text: UTF-8 cannot encode them, so a session log, an audit record or an API request holding one
   fails. `surrogate_problems()` names where they are; `scrub_surrogates()` replaces each with U+FFFD.
+- JSON nested deeper than `MAX_JSON_DEPTH` levels (a tool input `{"a": {"a": …}}` 700 deep) cannot be
+  copied, stored and replayed safely (Python's recursion limit); `deeper_than()` tells, without recursion.
+  No tool input needs more than a few levels.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import unicodedata
 from typing import Any
 
 REPLACEMENT = "\ufffd"
+MAX_JSON_DEPTH = 64
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Default-ignorable code points (Unicode DerivedCoreProperties) that are not in the categories Cc, Cf,
@@ -96,25 +100,29 @@ def has_surrogates(text: str) -> bool:
     return not text.isascii() and _SURROGATE.search(text) is not None
 
 
+_BAD_KEY = object()  # a stack entry: the key at this location holds a lone surrogate
+
+
 def surrogate_problems(value: Any) -> list[tuple[str, str]]:
     """Every string (dict keys included) in the JSON-like `value` that holds a lone surrogate, as
-    `(dotted location, "U+DCFF")` pairs in document order (`todos.0.content`; `input` for `value`
-    itself). Iterative, so any nesting depth is fine."""
+    `(dotted location, "U+DCFF")` pairs (`"a key"` for a key) in document order (`todos.0.content`;
+    `input` for `value` itself); the locations hold U+FFFD instead. Iterative: any nesting depth is fine."""
     found: list[tuple[str, str]] = []
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
         item, loc = stack.pop()
-        if isinstance(item, str):
-            if has_surrogates(item):
-                bad = _SURROGATE.search(item)
-                assert bad is not None
+        if item is _BAD_KEY:
+            found.append((scrub_surrogates(loc), "a key"))
+        elif isinstance(item, str):
+            bad = _SURROGATE.search(item) if not item.isascii() else None
+            if bad is not None:
                 found.append((scrub_surrogates(loc or "input"), f"U+{ord(bad.group()):04X}"))
         elif isinstance(item, dict):
-            children = []
+            children: list[tuple[Any, str]] = []
             for key, child in item.items():
                 where = f"{loc}.{key}" if loc else str(key)
                 if isinstance(key, str) and has_surrogates(key):
-                    found.append((scrub_surrogates(where), "a key"))
+                    children.append((_BAD_KEY, where))
                 children.append((child, where))
             stack.extend(reversed(children))
         elif isinstance(item, (list, tuple)):
@@ -160,3 +168,19 @@ def surrogate_error(problems: list[tuple[str, str]]) -> str:
         for loc, what in problems
     ]
     return "invalid_arguments: " + "; ".join(parts)
+
+
+def deeper_than(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON-like `value` nests containers more than `limit` levels deep (`{}` is 1 level,
+    `{"a": []}` 2). Iterative; stops at the first path that is too deep."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        elif not isinstance(item, (list, tuple)):
+            continue
+        if depth + 1 > limit:
+            return True
+        stack.extend((child, depth + 1) for child in item)
+    return False

@@ -23,7 +23,13 @@ from agentd.errors import AgentdError, ProviderError
 from agentd.permissions.gate import Decision, denial_text
 from agentd.protocol import updates
 from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, run_with_retries
-from agentd.text import scrub_surrogates, surrogate_error, surrogate_problems
+from agentd.text import (
+    MAX_JSON_DEPTH,
+    deeper_than,
+    scrub_surrogates,
+    surrogate_error,
+    surrogate_problems,
+)
 from agentd.tools.base import PathRefused, ToolOutput, model_text, visible
 
 log = logging.getLogger("agentd.loop")
@@ -229,13 +235,21 @@ def _note_cut(s: Session, names: list[str], *, now: bool) -> None:
 
 
 def _valid_unicode(s: Session, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Lone surrogates in a reply (H19) cannot be stored or sent: they become U+FFFD, and a tool_use whose
-    input held one is answered with `invalid_arguments` instead of running (`s.invalid_inputs`)."""
+    """What a reply may hold (H19): lone surrogates become U+FFFD and an input nested too deeply becomes
+    `{}`, so the reply can be stored and sent again; such a tool_use is answered with `invalid_arguments`
+    instead of running (`s.invalid_inputs`)."""
+    out = []
     for b in blocks:
+        if b.get("type") == "tool_use" and deeper_than(b.get("input")):
+            s.invalid_inputs[str(b.get("id"))] = (
+                f"invalid_arguments: input: nested deeper than {MAX_JSON_DEPTH} levels; send a flatter input"
+            )
+            b = {**b, "input": {}}
         problems = surrogate_problems(b.get("input")) if b.get("type") == "tool_use" else []
         if problems:
             s.invalid_inputs[str(b.get("id"))] = surrogate_error(problems)
-    return [scrub_surrogates(b) for b in blocks]
+        out.append(scrub_surrogates(b))
+    return out
 
 
 # ---- compaction ----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from agentd.protocol.base import WireModel
 
@@ -60,21 +60,31 @@ ContentBlock = Annotated[
 # ---- params ------------------------------------------------------------------------------------------
 
 
+def _fs_path(value: str) -> str:
+    """A path the operating system can take: no NUL character (issue 9 H19: -32602, not -32603)."""
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character (\\u0000); send the folder's path")
+    return value
+
+
+FsPath = Annotated[str, AfterValidator(_fs_path)]
+
+
 class NewSessionParams(WireModel):
-    cwd: str
-    additional_directories: list[str] = Field(default_factory=list)
+    cwd: FsPath
+    additional_directories: list[FsPath] = Field(default_factory=list)
     mcp_servers: list[Any] = Field(default_factory=list)
 
 
 class LoadSessionParams(WireModel):
     session_id: str
-    cwd: str
-    additional_directories: list[str] = Field(default_factory=list)
+    cwd: FsPath
+    additional_directories: list[FsPath] = Field(default_factory=list)
     mcp_servers: list[Any] = Field(default_factory=list)
 
 
 class ListSessionsParams(WireModel):
-    cwd: str | None = None
+    cwd: FsPath | None = None
     cursor: str | None = None
 
 

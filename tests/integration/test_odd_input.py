@@ -130,3 +130,20 @@ async def test_any_failure_while_preparing_a_call_is_an_is_error_result(
     (result,) = _results(h.requests[1])
     assert result["content"] == "write_file could not prepare the call: RuntimeError: preview exploded"
     assert result["is_error"] is True and not (workspace / "n.txt").exists()
+
+
+async def test_a_tool_input_nested_too_deeply_is_an_is_error_result(make_harness, data_dir: Path) -> None:
+    """H19: `{"a": {"a": …}}` 800 levels deep (past what deepcopy and the log encoder take) is stored as
+    `{}`, answered with `invalid_arguments`, and the session still resumes."""
+    deep: Any = 1
+    for _ in range(800):
+        deep = {"a": deep}
+    h = make_harness(answers_of([{"tool_use": {"name": "read_file", "input": deep}}], [text("ok")]))
+    assert await h.session.prompt(_prompt("go")) == "end_turn"
+    (result,) = _results(h.requests[1])
+    assert result["content"] == "invalid_arguments: input: nested deeper than 64 levels; send a flatter input"
+    assert h.requests[1]["messages"][1]["content"][0]["input"] == {}
+    sid = h.session.id
+    h.session.close()
+    again = make_harness(answers_of([text("fine")]), resume=sid)
+    assert await again.session.prompt(_prompt("next")) == "end_turn"

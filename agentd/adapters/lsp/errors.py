@@ -2,8 +2,9 @@
 
 Owns: `RpcError` (raised by handlers for protocol-level refusals) and `error_of()`, which maps anything a
 handler raised to the `error` member of a response: agentd's operator errors by their `rpc_name`,
-pydantic validation failures to `-32602` with `data.errors`, cancellation to `-32800`, anything else to
-`-32603` (logged with its traceback; the client gets no traceback).
+pydantic validation failures and params nested too deeply to handle (`RecursionError`) to `-32602` with
+`data.errors`, cancellation to `-32800`, anything else to `-32603` (logged with its traceback; the client
+gets no traceback).
 """
 
 from __future__ import annotations
@@ -38,6 +39,23 @@ def invalid_params(method: str, exc: ValidationError) -> RpcError:
     )  # fmt: skip
 
 
+def too_deep(method: str) -> RpcError:
+    """H19: params nested deeper than agentd can decode or handle."""
+    return RpcError(
+        "InvalidParams", f"{method or 'the request'}: params are nested too deeply to handle; send a flatter"
+        " structure.", errors=[{"loc": "params", "msg": "nested too deeply"}],
+    )  # fmt: skip
+
+
+def unicode_error(method: str, problems: list[tuple[str, str]]) -> RpcError:
+    """H19: params holding lone surrogates (`\\udcff`), which are not Unicode text."""
+    errors = [{"loc": loc, "msg": f"not valid Unicode (a lone surrogate {what})"} for loc, what in problems]
+    return RpcError(
+        "InvalidParams", f"{method}: {errors[0]['loc']}: {errors[0]['msg']}; send UTF-16 text without unpaired"
+        " surrogates.", errors=errors,
+    )  # fmt: skip
+
+
 def error_of(exc: BaseException, method: str = "") -> dict[str, Any]:
     """The `error` member for `exc` raised while handling `method`."""
     if isinstance(exc, RpcError):
@@ -46,6 +64,8 @@ def error_of(exc: BaseException, method: str = "") -> dict[str, Any]:
         return perr.rpc_error("RequestCancelled", perr.CANCELLED)
     if isinstance(exc, ValidationError):
         return invalid_params(method, exc).error
+    if isinstance(exc, RecursionError):
+        return too_deep(method).error
     if isinstance(exc, AgentdError):
         name = exc.rpc_name if exc.rpc_name in perr.ERROR_CODES else "InternalError"
         err = perr.rpc_error(name, exc.message, **exc.data)

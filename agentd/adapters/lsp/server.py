@@ -4,8 +4,9 @@
 Owns: `AgentdLspProtocol` and `make_server()`. `dispatch()` is the entry point for every decoded message
 (transport.py parses the frames): it answers `-32600` for anything that is not a JSON-RPC 2.0 message and
 for requests after `shutdown`, `-32002` for requests before `initialize`, `-32601` (with `data.name`) for
-unknown methods, `-32602` for standard params of the wrong shape, and turns `$/cancelRequest` for a pending
-prompt into a turn cancel. The protocol also overrides `initialize` (the capabilities of §4.2),
+unknown methods, `-32602` for standard params of the wrong shape and for params holding lone surrogates (a
+notification's are replaced by U+FFFD instead), and turns `$/cancelRequest` for a pending prompt into a
+turn cancel. The protocol also overrides `initialize` (the capabilities of §4.2),
 `shutdown` (cancel turns, withdraw requests, flush, release locks, then answer), `exit` (ends this
 connection only), the error answers (every error carries `data.name`) and the framing of sent messages.
 """
@@ -25,10 +26,11 @@ from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 from pygls.uris import from_fs_path
 from pygls.workspace import Workspace
 
-from agentd.adapters.lsp.errors import RpcError, error_of
+from agentd.adapters.lsp.errors import RpcError, error_of, unicode_error
 from agentd.adapters.lsp.host import Connection, Daemon
 from agentd.adapters.lsp.wire import WireMixin
 from agentd.protocol import errors as perr
+from agentd.text import scrub_surrogates, surrogate_problems
 
 if TYPE_CHECKING:
     from agentd.adapters.lsp.transport import FrameWriter
@@ -88,6 +90,14 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
         if has_id and method not in self.fm.features and method not in self.fm.builtin_features:
             self.send_error(msg_id, "MethodNotFound", perr.method_not_found(method))
             return
+        problems = surrogate_problems(data.get("params"))
+        if problems:  # lone surrogates cannot be stored or sent on (H19)
+            if has_id:
+                self._send_data(
+                    {"jsonrpc": "2.0", "id": msg_id, "error": unicode_error(method, problems).error}
+                )
+                return
+            data["params"] = scrub_surrogates(data["params"])  # a notification (document sync): U+FFFD
         if has_id:
             self._methods[msg_id] = method
         if method == types.SHUTDOWN:

@@ -1,8 +1,9 @@
 """LSP framing and the three server modes (PROTOCOL.md §3.1, §3.2, §3.4, §4.4).
 
 Owns: `read_frames()` (the `Content-Length` reader, done here rather than by pygls: a length above 64 MiB or
-a missing one ends the connection without reading the body; a body that is not JSON gets `-32700`; JSON
-nested too deeply is logged and dropped), the frame writers, and `serve()`: stdio (default), a Unix socket
+a missing one ends the connection without reading the body; a body that is not JSON gets `-32700`; a
+request nested too deeply to decode or handle gets `-32602` under its id, found by a flat scan, and any
+other message nested too deeply is logged and dropped), the frame writers, and `serve()`: stdio (default), a Unix socket
 (mode 0600) or TCP on 127.0.0.1 with a token file, each connection with its own LanguageServer over the
 shared `Daemon`. On stdio, fd 1 is moved aside for frames and pointed at stderr, so nothing else can ever
 reach the client's stdout.
@@ -15,6 +16,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets
 import selectors
 import signal
@@ -25,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentd.adapters.lsp.errors import too_deep
 from agentd.adapters.lsp.host import Daemon
 from agentd.adapters.lsp.server import AgentdLanguageServer, make_server
 from agentd.errors import ConfigError
@@ -147,9 +150,10 @@ async def read_frames(reader: asyncio.StreamReader, server: AgentdLanguageServer
 
 def _receive(protocol: Any, body: bytes) -> None:
     try:
-        data = json.loads(body.decode("utf-8"))
+        text = body.decode("utf-8")
+        data = json.loads(text)
     except RecursionError:
-        log.warning("dropped a message nested too deeply to decode")
+        _too_deep(protocol, envelope_of(text))
         return
     except ValueError:
         protocol.send_error(None, "ParseError", perr.PARSE_ERROR)
@@ -157,9 +161,50 @@ def _receive(protocol: Any, body: bytes) -> None:
     try:
         protocol.dispatch(data)
     except RecursionError:
-        log.warning("dropped a message nested too deeply to handle")
+        _too_deep(protocol, data if isinstance(data, dict) else {})
     except Exception:
         log.exception("failed to dispatch a message")
+
+
+def _too_deep(protocol: Any, envelope: dict[str, Any]) -> None:
+    """A request nested too deeply still gets its answer, -32602 (H19); anything else is logged, dropped."""
+    msg_id, method = envelope.get("id"), envelope.get("method")
+    is_id = (isinstance(msg_id, int) and not isinstance(msg_id, bool)) or isinstance(msg_id, str)
+    if not (is_id and isinstance(method, str)):
+        log.warning("dropped a message nested too deeply to decode or handle")
+        return
+    log.warning("%s (id %r): params nested too deeply; answered -32602", method, msg_id)
+    protocol.send_error(msg_id, "InvalidParams", too_deep(method).args[0],
+                        errors=[{"loc": "params", "msg": "nested too deeply"}])  # fmt: skip
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+
+
+def envelope_of(text: str) -> dict[str, Any]:
+    """The top-level `id` and `method` of a JSON object too deep for `json.loads`, found without recursion:
+    a scan of strings and brackets, decoding only the two members' (flat) values. `{}` if there are none."""
+    out: dict[str, Any] = {}
+    depth, key = 0, None
+    decoder = json.JSONDecoder()
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok in "[{":
+            depth += 1
+        elif tok in "]}":
+            depth -= 1
+        elif depth == 1 and tok == ":" and isinstance(key, str) and key in ("id", "method"):
+            start = len(text) - len(text[m.end() :].lstrip())
+            if text[start : start + 1] not in ("[", "{"):
+                with contextlib.suppress(ValueError):
+                    out[key] = decoder.raw_decode(text, start)[0]
+        key = None
+        if depth == 1 and tok.startswith('"'):
+            with contextlib.suppress(ValueError):
+                key = json.loads(tok)
+        if len(out) == 2:
+            break
+    return out
 
 
 def _route_pygls_logs() -> None:
