@@ -1,28 +1,28 @@
 """The command line (PROTOCOL.md §3.1): server modes, `run`, `demo`, `sessions`.
 
-Owns: argument parsing, exit codes, and the terminal front end of `agentd run` (assistant text on stdout;
-accounting, `[Hook]`, `[Permission]`, `[Tool]` lines on stderr). Operator errors print one clear line,
-never a traceback.
+Owns: argument parsing (the global options `-v`, `--data-dir`, `--log-file` are accepted before and after
+the subcommand), the exit codes, and what a command does with a closed pipe (a quiet exit 141, as a Unix
+tool killed by SIGPIPE). Operator errors print one clear line, never a traceback. The terminal turn itself
+lives in agentd/terminal.py, the demo in agentd/demo.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import shutil
-import signal
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from agentd import __version__
 from agentd.errors import AgentdError, ConfigError, UsageError
-from agentd.log import stderr_line
+from agentd.log import console
 
 EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_STOP, EXIT_SIGINT = 0, 2, 6, 7, 130
+EXIT_NO_TERMINAL = 9  # `run`: every write of the turn was refused because there was no terminal to ask (H9)
+EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a Unix tool whose reader went away (H7)
+_LEVELS = ("", "1", "2")  # dest suffix of the global options: before the subcommand, after it, after its own
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,6 +30,23 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         sys.stderr.write(f"agentd: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def _add_globals(p: argparse.ArgumentParser, level: int) -> None:
+    """`--data-dir`, `--log-file` and `-v` on the main parser (level 0) or a subcommand (1, 2) (H8).
+
+    Each level has its own dest (`data_dir1`, ...), so a later level never resets an earlier one."""
+    s = _LEVELS[level]
+    p.add_argument(
+        "--data-dir",
+        dest=f"data_dir{s}",
+        metavar="DIR",
+        help="where sessions live (default: $AGENTD_DATA_DIR, else the platform's user data dir)",
+    )
+    p.add_argument("--log-file", dest=f"log_file{s}", metavar="FILE", help="write the log here, not stderr")
+    p.add_argument(
+        "-v", "--verbose", dest=f"verbose{s}", action="count", default=0, help="more logging (-vv: debug)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,17 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         help="server mode: replay, check and lock this session, then announce it to the editor",
     )
-    p.add_argument(
-        "--data-dir",
-        metavar="DIR",
-        help="where sessions live (default: $AGENTD_DATA_DIR, else the platform's user data dir)",
-    )
-    p.add_argument("--log-file", metavar="FILE", help="write the log here instead of stderr")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv: debug)")
-    sub = p.add_subparsers(dest="command", metavar="{run,demo,sessions,audit}")
+    _add_globals(p, 0)
+    sub = p.add_subparsers(dest="command", metavar="{run,demo,sessions,audit}", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run one turn of the agent in the terminal")
-    run.add_argument("--workspace", metavar="DIR", default=".", help="the project folder (default: .)")
+    run.add_argument("--workspace", metavar="DIR", help="the project folder (default: .)")
     run.add_argument("--prompt", metavar="TEXT", required=True, help="what the agent should do")
     which = run.add_mutually_exclusive_group()
     which.add_argument("--new", action="store_true", help="a new session (the default)")
@@ -77,13 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scenario", metavar="FILE", help="replies for --provider scripted (docs/scenarios.md)")
     run.add_argument("--yes", action="store_true", help="answer every approval with allow")
     run.add_argument("--allow", metavar="TOOL", action="append", default=[], help="allow TOOL without asking")
-    run.add_argument("--data-dir", dest="run_data_dir", metavar="DIR", help="as agentd --data-dir")
+    _add_globals(run, 1)
 
-    sub.add_parser("demo", help="run the loop offline on the bundled scripted model")
+    demo = sub.add_parser("demo", help="one offline turn on the bundled emulated model, shown step by step")
+    _add_globals(demo, 1)
 
     sessions = sub.add_parser("sessions", help="list, show, export or delete sessions")
-    sessions.add_argument("--data-dir", dest="run_data_dir", metavar="DIR", help="as agentd --data-dir")
-    ss = sessions.add_subparsers(dest="sessions_command", metavar="{list,show,export,rm}", required=True)
+    _add_globals(sessions, 1)
+    ss = sessions.add_subparsers(
+        dest="sessions_command", metavar="{list,show,export,rm}", required=True, parser_class=_Parser
+    )
     ls = ss.add_parser("list", help="newest first")
     ls.add_argument("--workspace", metavar="DIR", help="only this project's sessions")
     show = ss.add_parser("show", help="a readable transcript with the current plan")
@@ -93,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["jsonl", "markdown"], required=True)
     rm = ss.add_parser("rm", help="delete a session (refused while locked)")
     rm.add_argument("id")
+    for leaf in (ls, show, export, rm):
+        _add_globals(leaf, 2)
     _add_audit_parser(sub)
     return p
 
@@ -100,71 +116,117 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_audit_parser(sub: Any) -> None:
     """`agentd audit verify SESSION_ID` (PROTOCOL.md §3.1; issue 9 H6)."""
     audit = sub.add_parser("audit", help="check a session's audit log")
-    audit.add_argument("--data-dir", dest="run_data_dir", metavar="DIR", help="as agentd --data-dir")
-    verbs = audit.add_subparsers(dest="audit_command", metavar="{verify}", required=True)
+    _add_globals(audit, 1)
+    verbs = audit.add_subparsers(
+        dest="audit_command", metavar="{verify}", required=True, parser_class=_Parser
+    )
     verify = verbs.add_parser(
         "verify", help="check the hash chain; exit 0 intact, 8 broken (a record missing, edited or moved)"
     )
     verify.add_argument("id", metavar="SESSION_ID")
+    _add_globals(verify, 2)
 
 
 def _audit(args: argparse.Namespace) -> int:
     """Print the report of `agentd audit verify` on stdout; its exit code (0 intact, 8 broken)."""
     from agentd.audit_verify import verify_session
 
-    report = verify_session(_data_dir(args), args.id)
+    report = verify_session(data_dir(args.data_dir, write=False), args.id)
     sys.stdout.write(report.render())
     return report.exit_code
 
 
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parse the command line; the global options end up in `verbose` (summed over every place given),
+    `data_dir` and `log_file` (the one given last, i.e. nearest the end of the command)."""
+    args = build_parser().parse_args(argv)
+    args.verbose = sum(getattr(args, f"verbose{s}", 0) or 0 for s in _LEVELS)
+    for name in ("data_dir", "log_file"):
+        given = [v for s in reversed(_LEVELS) if (v := getattr(args, f"{name}{s}", None))]
+        setattr(args, name, given[0] if given else None)
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `agentd` console script. Returns (and exits with) the exit code of §3.1."""
-    args = build_parser().parse_args(argv)
-    from agentd.log import setup_logging
-
-    setup_logging(args.verbose, args.log_file)
     try:
-        if args.command == "run":
-            code = _run(args)
-        elif args.command == "demo":
-            code = _demo(args)
-        elif args.command == "sessions":
-            from agentd.sessions_cli import sessions_command
+        code = _main(argv)
+    except BrokenPipeError:
+        code = closed_pipe()
+    sys.exit(code)
 
-            code = sessions_command(args, _data_dir(args))
-        elif args.command == "audit":
-            code = _audit(args)
-        else:
-            code = _serve(args)
+
+def closed_pipe() -> int:
+    """The reader of stdout or stderr went away (`agentd sessions list | head -1`): exit quietly with 141,
+    as a Unix tool killed by SIGPIPE would (H7). Both streams are pointed at /dev/null first, so the
+    interpreter's final flush cannot complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        try:
+            os.dup2(devnull, fd)
+        except OSError:
+            pass
+    os.close(devnull)
+    return EXIT_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
+    args = parse_args(argv)
+    try:
+        from agentd.log import setup_logging
+
+        setup_logging(args.verbose, args.log_file)
+        return _dispatch(args)
     except AgentdError as err:
-        sys.stderr.write(f"agentd: {err.message}\n")
-        code = err.exit_code
+        console.line(f"agentd: {err.message}")
+        return err.exit_code
     except KeyboardInterrupt:
-        code = EXIT_SIGINT
+        console.line("[cancelled]")
+        return EXIT_SIGINT
+    except BrokenPipeError:
+        raise
     except Exception as exc:  # a bug: one line for the user, the traceback in the log (-v or --log-file)
         import logging
 
         logging.getLogger("agentd").debug("internal error", exc_info=True)
-        sys.stderr.write(
-            f"agentd: internal error: {type(exc).__name__}: {exc}. Rerun with -v for details, and please report it.\n"
+        console.line(
+            f"agentd: internal error: {type(exc).__name__}: {exc}. Rerun with -v for details, and please report it."
         )
         if args.verbose:
             import traceback
 
             traceback.print_exc()
-        code = 1
-    sys.exit(code)
+        return 1
 
 
-def _data_dir(args: argparse.Namespace) -> Any:
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        return _run(args)
+    if args.command == "demo":
+        from agentd.demo import run_demo
+
+        return run_demo(args.data_dir)
+    if args.command == "sessions":
+        from agentd.sessions_cli import sessions_command
+
+        return sessions_command(args, data_dir(args.data_dir, write=args.sessions_command == "rm"))
+    if args.command == "audit":
+        return _audit(args)
+    return _serve(args)
+
+
+def data_dir(cli_value: str | None, *, write: bool = True) -> Any:
+    """The `DataDir` of `--data-dir` / `$AGENTD_DATA_DIR` / the platform default; `write=False` for the
+    read-only views, which work on a data dir agentd may not write (H12). Raises ConfigError."""
     from agentd.persistence.paths import DataDir, resolve_data_dir
 
-    return DataDir(resolve_data_dir(getattr(args, "run_data_dir", None) or args.data_dir))
+    return DataDir(resolve_data_dir(cli_value, write=write))
 
 
 def _serve(args: argparse.Namespace) -> int:
     """The LSP adapter (PROTOCOL.md §3.1, §3.2): stdio by default, or `--socket PATH` / `--tcp PORT`.
-    With `--resume ID` the session is replayed, validated and locked before stdin is read (exit 3, 4, 5)."""
+    With `--resume ID` the session is replayed, validated and locked before stdin is read (exit 3, 4, 5).
+    A data dir agentd cannot write is reported in the answer to `initialize` (H12), not by a silent exit."""
     if args.resume == "":
         raise UsageError("--resume needs a session id; list them with: agentd sessions list")
     if args.acp:
@@ -182,8 +244,15 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("agentd").setLevel(logging.DEBUG)
     from agentd.adapters.lsp.host import Daemon
     from agentd.adapters.lsp.transport import serve
+    from agentd.persistence.paths import DataDir
 
-    daemon = Daemon(data_dir=_data_dir(args))
+    try:
+        daemon = Daemon(data_dir=data_dir(args.data_dir))
+    except ConfigError as exc:
+        if args.resume or args.tcp is not None:  # both need the data dir before the first message
+            raise
+        # every connection is refused at `initialize` with the reason, so this data dir is never used
+        daemon = Daemon(data_dir=DataDir(os.devnull), data_dir_error=exc.message)
     if args.resume:
         from agentd.adapters.lsp.sessions import open_resume
 
@@ -200,25 +269,37 @@ def _workspace(raw: str) -> Path:
     return ws.resolve()
 
 
+def _resumed_workspace(args: argparse.Namespace, dd: Any) -> Path | None:
+    """For `--resume ID`: the session's own workspace, which decides its config (rules, limits). An explicit
+    `--workspace` naming another folder is refused (H4): a session keeps its workspace."""
+    from agentd.persistence.index import read_meta
+
+    meta = read_meta(dd, args.run_resume) or {}
+    cwd = meta.get("cwd")
+    if not isinstance(cwd, str):
+        return None  # not found or unreadable: opening the session says so
+    if args.workspace is not None and os.path.realpath(args.workspace) != os.path.realpath(cwd):
+        raise UsageError(
+            f"session {args.run_resume} works in {cwd}, not in {args.workspace}; drop --workspace to resume "
+            f"it there, or start a new session in {args.workspace} (without --resume)"
+        )
+    return Path(cwd) if Path(cwd).is_dir() else None
+
+
 def _run(args: argparse.Namespace) -> int:
-    from agentd.config import load_settings
+    from agentd.config import load_settings, tool_name_problem
+    from agentd.terminal import TurnSetup, run_terminal_turn
 
     if args.provider and args.provider not in ("anthropic", "openai", "scripted"):
         raise ConfigError(f"unknown provider '{args.provider}'; use anthropic, openai or scripted")
-    from agentd.tools.registry import default_tools
-
-    known = ["todo_write", *(t.name for t in default_tools())]
     for tool in args.allow:
-        if tool not in known:
-            raise ConfigError(f"--allow {tool}: no such tool; use one of {', '.join(known)}")
-    workspace = _workspace(args.workspace)
-    if args.run_resume:  # the session's own workspace decides its config (rules, limits), not the cwd
-        from agentd.persistence.index import read_meta
-
-        meta = read_meta(_data_dir(args), args.run_resume) or {}
-        cwd = meta.get("cwd")
-        if isinstance(cwd, str) and Path(cwd).is_dir():
-            workspace = Path(cwd)
+        problem = tool_name_problem(tool)
+        if problem:
+            raise ConfigError(f"--allow {tool}: {problem}")
+    workspace = _workspace(args.workspace or ".")
+    dd = data_dir(args.data_dir)
+    if args.run_resume:
+        workspace = _resumed_workspace(args, dd) or workspace
     warnings: list[str] = []
     settings = load_settings(
         workspace,
@@ -231,158 +312,18 @@ def _run(args: argparse.Namespace) -> int:
         },
     )
     for w in warnings:
-        sys.stderr.write(f"agentd: warning: {w}\n")
-    return asyncio.run(_run_turn(args, workspace, settings, _data_dir(args)))
-
-
-async def _run_turn(
-    args: argparse.Namespace, workspace: Path, settings: Any, data_dir: Any, banner: str | None = None
-) -> int:
-    from agentd.core.factory import create_session, open_session
-    from agentd.core.session import clean_prompt
-    from agentd.permissions.approver import PresetApprover, TerminalApprover
-    from agentd.persistence.index import newest_session
-    from agentd.providers.factory import make_provider
-
-    clean_prompt(
-        [{"type": "text", "text": args.prompt}]
-    )  # an empty prompt is refused before any session exists
-    provider = make_provider(
-        settings.provider,
-        model=settings.model,
-        base_url=settings.base_url,
-        api_key_env=settings.api_key_env,
-        scenario=settings.scenario,
-        openai_options=settings.openai,
+        console.line(f"agentd: warning: {w}")
+    setup = TurnSetup(
+        prompt=args.prompt,
+        workspace=workspace,
+        settings=settings,
+        data_dir=dd,
+        session_id=args.run_resume,
+        continue_newest=args.cont,
+        yes=args.yes,
+        allow=list(args.allow),
     )
-    approver = PresetApprover(yes=args.yes, allow=set(args.allow), fallback=TerminalApprover())
-    printer = _Printer()
-    session_id = getattr(args, "run_resume", None)
-    if getattr(args, "cont", False):
-        session_id = newest_session(data_dir, workspace)
-        if session_id is None:
-            sys.stderr.write("agentd: no earlier session in this workspace; starting a new one\n")
-    common: dict[str, Any] = {
-        "settings": settings,
-        "provider": provider,
-        "data_dir": data_dir,
-        "approver": approver,
-        "sink": printer.update,
-        "lines": printer.line,
-    }
-    if session_id:
-        session = open_session(session_id=session_id, **common)
-        cwd = session.p.cwd
-        if not cwd.is_dir():
-            session.close()
-            raise ConfigError(
-                f"session {session_id} belongs to {cwd}, which no longer exists; restore that folder, or start "
-                "a new session with --workspace DIR"
-            )
-        if getattr(args, "workspace", ".") != "." and workspace != cwd:
-            sys.stderr.write(
-                f"agentd: warning: session {session_id} works in {cwd}; --workspace is ignored\n"
-            )
-    else:
-        session = create_session(cwd=workspace, **common)
-    if banner:
-        sys.stderr.write(banner)
-    sys.stderr.write(f"[session {session.id}]\n")
-    loop = asyncio.get_running_loop()
-    interrupted = False
-
-    def on_sigint() -> None:
-        nonlocal interrupted
-        interrupted = True
-        session.cancel()
-
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
-    try:
-        stop = await session.prompt([{"type": "text", "text": args.prompt}])
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        printer.end()
-        session.close()
-        await provider.aclose()
-    if interrupted or stop == "cancelled":
-        return EXIT_SIGINT
-    sys.stderr.write(f"[stop · {stop}]\n")
-    return EXIT_OK if stop == "end_turn" else EXIT_STOP
-
-
-class _Printer:
-    """stdout: the assistant's text only; a retried reply is marked on stderr."""
-
-    def __init__(self) -> None:
-        self.open_line = False
-        self.message_id: str | None = None
-
-    def update(self, update: dict[str, Any]) -> None:
-        if update.get("sessionUpdate") != "agent_message_chunk":
-            return
-        meta = update.get("_meta", {}).get("agentd", {})
-        if meta.get("retracts"):
-            sys.stderr.write("\n[retry · the partial reply above was discarded]\n")
-        elif self.message_id not in (None, meta.get("messageId")) and self.open_line:
-            sys.stdout.write("\n")
-        self.message_id = meta.get("messageId")
-        sys.stdout.write(update["content"]["text"])
-        sys.stdout.flush()
-        self.open_line = not update["content"]["text"].endswith("\n")
-
-    def line(self, text: str) -> None:
-        """An operator line on stderr; on a terminal, first end the assistant's open line on stdout."""
-        if self.open_line and sys.stdout.isatty() and sys.stderr.isatty():
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-            self.open_line = False
-        stderr_line(text)
-
-    def end(self) -> None:
-        if self.open_line:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
-
-
-DEMO_BANNER = (
-    "agentd demo: the model is SCRIPTED (a bundled scenario, no network, no API key). It runs the real loop,\n"
-    "tools, permissions and session store on a temporary copy of an example workspace; approvals are\n"
-    "answered 'allow' automatically (as with --yes).\n"
-)
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from importlib import resources
-
-    from agentd.config import load_settings
-
-    base = resources.files("agentd") / "examples"
-    tmp = Path(tempfile.mkdtemp(prefix="agentd-demo-"))
-    workspace = tmp / "workspace"
-    with resources.as_file(base / "demo-workspace") as src:
-        shutil.copytree(src, workspace)
-    with resources.as_file(base / "demo-scenario.json") as scenario:
-        scenario_path = tmp / "scenario.json"
-        shutil.copyfile(scenario, scenario_path)
-    data = args.data_dir or os.environ.get("AGENTD_DATA_DIR") or str(tmp / "data")
-    settings = load_settings(None, cli={"provider": "scripted", "scenario": str(scenario_path)})
-    ns = argparse.Namespace(
-        yes=True,
-        allow=[],
-        cont=False,
-        run_resume=None,
-        prompt="Add a --shout flag to greet.py, test it, and keep a TODO list.",
-    )
-    from agentd.persistence.paths import DataDir
-
-    sys.stderr.write(f"[workspace {workspace}]\n")
-    code = asyncio.run(_run_turn(ns, workspace, settings, DataDir(Path(data)), banner=DEMO_BANNER))
-    sys.stderr.write(f"[demo finished: the workspace is {workspace}; inspect it, or delete {tmp}]\n")
-    return code
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, indent=2)
+    return asyncio.run(run_terminal_turn(setup)).code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,15 +5,17 @@ Layers, lowest first: defaults < user `config.toml` (platformdirs user config di
 A workspace file comes with the code it sits in, so it may not set `provider`, `base_url`, `api_key_env`,
 `allow` rules or `permissions.default_mode = "acceptEdits"`; those are dropped with a warning.
 Invalid values in editor options fall back to their default with a warning (never a crash); invalid values
-in a config file are a `ConfigError` naming the file and key. API keys are never configuration: only the
-*name* of the environment variable (`api_key_env`) is.
-Imports nothing from agentd but `errors`.
+in a config file are a `ConfigError` naming the file and key. Unknown keys (in a file or the editor's
+options) and permission rules naming no tool are warnings with a "did you mean" (H13). API keys are never
+configuration: only the *name* of the environment variable (`api_key_env`) is.
+Imports `errors`, and the tool registry lazily (`known_tool_names`, the names rules may use).
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -106,6 +108,26 @@ class Settings(_Section):
 
 
 WORKSPACE_FORBIDDEN = ("provider", "base_url", "api_key_env")
+MCP_TOOL = re.compile(r"mcp__[A-Za-z0-9_-]+__[A-Za-z0-9_.-]+")  # tools of MCP servers: mcp__SERVER__TOOL
+
+
+def known_tool_names() -> list[str]:
+    """The built-in tool names, from the tool registry the composition root uses (todo_write first)."""
+    from agentd.tools.registry import default_tools
+    from agentd.tools.todo import TodoWrite
+
+    return [TodoWrite.name, *(t.name for t in default_tools())]
+
+
+def tool_name_problem(name: str) -> str | None:
+    """None when `name` is a tool a rule (or `--allow`) can name: a built-in tool or `mcp__SERVER__TOOL`;
+    else what is wrong, with a "did you mean" when a known name is close (H13)."""
+    known = known_tool_names()
+    if name in known or MCP_TOOL.fullmatch(name):
+        return None
+    hint = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    maybe = f"did you mean '{hint[0]}'? " if hint else ""
+    return f"no tool is named '{name}' ({maybe}tools: {', '.join(known)}, or mcp__SERVER__TOOL)"
 
 
 def user_config_path() -> Path:
@@ -209,6 +231,44 @@ def _to_snake(data: dict[str, Any]) -> dict[str, Any]:
         return out
 
     return conv(Settings, data)
+
+
+def _drop_unknown(
+    data: dict[str, Any], where: str, warns: list[str], model: type[BaseModel] = Settings, prefix: str = ""
+) -> dict[str, Any]:
+    """`data` (snake_case keys) without the keys `model` does not know, one warning each with a "did you
+    mean" when a known key is close (H13). Sections and rule entries are checked too."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            hint = difflib.get_close_matches(str(key), list(model.model_fields), n=1)
+            maybe = f" (did you mean '{prefix}{hint[0]}'?)" if hint else ""
+            warns.append(f"{where}: unknown key '{prefix}{key}' ignored{maybe}")
+            continue
+        ann = field.annotation
+        if isinstance(value, dict) and isinstance(ann, type) and issubclass(ann, BaseModel):
+            value = _drop_unknown(value, where, warns, ann, f"{prefix}{key}.")
+        elif model is PermissionSettings and key == "rules" and isinstance(value, list):
+            value = [
+                _drop_unknown(r, where, warns, RuleSetting, f"{prefix}rules[{i}].")
+                if isinstance(r, dict)
+                else r
+                for i, r in enumerate(value)
+            ]
+        out[key] = value
+    return out
+
+
+def _rule_warnings(data: dict[str, Any], where: str, warns: list[str]) -> None:
+    """One warning per permission rule of this layer that names no tool: it would match nothing (H13)."""
+    perms = data.get("permissions")
+    rules = perms.get("rules") if isinstance(perms, dict) else None
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        tool = rule.get("tool") if isinstance(rule, dict) else None
+        problem = tool_name_problem(tool) if isinstance(tool, str) else None
+        if problem:
+            warns.append(f"{where}: permissions.rules[{i}]: {problem}; this rule matches nothing")
 
 
 def _validate_file(data: dict[str, Any], path: Path) -> None:
@@ -320,13 +380,17 @@ def load_settings(
     """
     warns: list[str] = [] if warnings is None else warnings
     user_path = user_config_path()
-    user = _read_toml(user_path)
+    # one spelling per key (snake_case), so a later layer overrides instead of adding a twin
+    user = _drop_unknown(_to_snake(_read_toml(user_path)), str(user_path), warns)
     _validate_file(user, user_path)
-    merged = _to_snake(user)  # one spelling per key, so a later layer overrides instead of adding a twin
+    _rule_warnings(user, str(user_path), warns)
+    merged = user
     if workspace is not None:
         ws_path = workspace / ".agentd" / "config.toml"
-        ws = _restrict_workspace(_read_toml(ws_path), warns, ws_path)
+        raw_ws = _read_toml(ws_path)
+        ws = _drop_unknown(_restrict_workspace(raw_ws, warns, ws_path), str(ws_path), warns)
         _validate_file(ws, ws_path)
+        _rule_warnings(_to_snake(raw_ws), str(ws_path), warns)  # indexes as in the file
         user_rules = (merged.get("permissions") or {}).get("rules")
         merged = _merge(merged, ws)
         ws_rules = (ws.get("permissions") or {}).get("rules")
@@ -336,6 +400,7 @@ def load_settings(
     if editor_options:
         opts, opt_warnings = lenient_options(editor_options)
         warns.extend(opt_warnings)
+        _rule_warnings(opts, "initializationOptions", warns)
         merged = _merge(merged, opts)
     if cli:
         merged = _merge(merged, {k: v for k, v in cli.items() if v is not None})

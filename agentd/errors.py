@@ -79,7 +79,9 @@ class ProviderError(AgentdError):
 
     `reason` is one of `missing_credentials`, `authentication`, `bad_request`, `unavailable`.
     `retryable` tells the retry loop (providers/base.py) whether another attempt may succeed;
-    `retry_after_s` is the server's hint in seconds, if it gave one; `http_status` the HTTP status or None.
+    `retry_after_s` is the server's hint in seconds, if it gave one; `http_status` the HTTP status or None;
+    `max_attempts` caps the attempts for this failure (a refused connection on this machine: 2), None = the
+    time budget alone decides.
     """
 
     exit_code = 6
@@ -95,6 +97,7 @@ class ProviderError(AgentdError):
         http_status: int | None = None,
         retryable: bool = False,
         retry_after_s: float | None = None,
+        max_attempts: int | None = None,
     ) -> None:
         super().__init__(
             message, provider=provider, reason=reason, httpStatus=http_status, retryable=retryable
@@ -104,6 +107,7 @@ class ProviderError(AgentdError):
         self.http_status = http_status
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+        self.max_attempts = max_attempts
 
 
 class MissingCredentials(ProviderError):

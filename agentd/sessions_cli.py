@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from agentd.persistence.index import delete_session, list_sessions
+from agentd.persistence.index import delete_session, list_sessions, read_meta
 from agentd.persistence.paths import DataDir
 from agentd.persistence.replay import restore_message
 from agentd.persistence.store import read_blob, read_records
@@ -38,9 +38,9 @@ def sessions_command(args: argparse.Namespace, data_dir: DataDir) -> int:
         )
         return 0
     markdown = cmd == "export"
-    sys.stdout.write(
-        render_transcript(args.id, records, lambda ref: read_blob(data_dir, args.id, ref), markdown)
-    )
+    asked = (read_meta(data_dir, args.id) or {}).get("model")
+    blob = lambda ref: read_blob(data_dir, args.id, ref)  # noqa: E731
+    sys.stdout.write(render_transcript(args.id, records, blob, markdown, model=asked))
     return 0
 
 
@@ -78,13 +78,21 @@ def _block_text(block: dict[str, Any], markdown: bool) -> str:
     return f"[{kind}]"
 
 
-def render_transcript(session_id: str, records: list[dict[str, Any]], blob: Any, markdown: bool) -> str:
-    """A readable transcript of the log (every original message, compactions marked) and the current plan."""
+def render_transcript(
+    session_id: str, records: list[dict[str, Any]], blob: Any, markdown: bool, model: str | None = None
+) -> str:
+    """A readable transcript of the log (every original message, compactions marked) and the current plan.
+
+    `model`: the model the session last asked for (meta.json; H11), else the one it was created with."""
     lines: list[str] = []
     meta = next((r for r in records if r.get("kind") == "meta"), {})
     todos: list[dict[str, Any]] = []
     head = f"# Session {session_id}" if markdown else f"Session {session_id}"
-    lines += [head, f"workspace: {meta.get('cwd', '?')}  model: {meta.get('model', '?')}", ""]
+    first = meta.get("model")
+    shown = str(model or first or "?") + (
+        f" (created with {first})" if model and first and model != first else ""
+    )
+    lines += [head, f"workspace: {meta.get('cwd', '?')}  model: {shown}", ""]
     for rec in records:
         kind = rec.get("kind")
         if kind == "message":

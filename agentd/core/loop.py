@@ -20,6 +20,7 @@ from agentd.core.replies import cut_note, repeat_text, unique_tool_use_ids
 from agentd.core.session import Session, new_message_id
 from agentd.core.validate import validate_messages, validate_request
 from agentd.errors import AgentdError, ProviderError
+from agentd.log import failure_reason
 from agentd.permissions.gate import Decision, denial_text
 from agentd.protocol import updates
 from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, run_with_retries
@@ -389,6 +390,8 @@ def _finish(
     line = f"[Tool] {visible(title, one_line=True)} -> {status}"
     if tu.get("name") == "todo_write" and not out.is_error:
         line += " " + out.content
+    elif out.is_error:  # the reason in one line (H9)
+        line += ": " + visible(failure_reason(out.content, out.raw_output), one_line=True)
     s.p.lines(line)
 
 

@@ -2,7 +2,7 @@
 
 Owns: `ApprovalRequest`, `ApprovalOutcome`, the `Approver` protocol and three approvers:
 - `PresetApprover`: `agentd run --yes` / `--allow TOOL` answer in advance (decided_by `user`, rule `--yes`
-  or `--allow <tool>`), anything else goes to a fallback approver.
+  or `--allow <tool>`, shown as `auto-answered by --yes`), anything else goes to a fallback approver.
 - `TerminalApprover`: asks on the controlling terminal (`/dev/tty`); no terminal -> deny (`timeout`,
   "no terminal to ask"). Blocking tty IO runs in a thread and stops at the request's timeout.
 - `QueueApprover`: a test double answering from a queue, or never (until `answer()` is called).
@@ -55,13 +55,16 @@ class ApprovalRequest:
 class ApprovalOutcome:
     """An answer. `option`: the ACP option id (or `cancelled`); `reason`: the user's rejection reason;
     `decided_by`: `user`, or `timeout` / `cancel` when nobody answered; `rule`: the preset flag that
-    answered (`--yes`, `--allow run_command`); `detail`: why there was no answer (`no terminal to ask`)."""
+    answered (`--yes`, `--allow run_command`); `detail`: why there was no answer (`no terminal to ask`);
+    `note`: how the front end describes who answered, shown in the `[Permission]` line instead of
+    `decided_by` (`auto-answered by --yes`; never audited: the audit keeps `decided_by` and `rule`)."""
 
     option: ApprovalOption
     reason: str | None = None
     decided_by: OutcomeBy = "user"
     rule: str | None = None
     detail: str | None = None
+    note: str | None = None
 
 
 class Approver(Protocol):
@@ -81,9 +84,10 @@ class PresetApprover:
 
     async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
         if self.yes:
-            return ApprovalOutcome(option="allow_once", rule="--yes")
+            return ApprovalOutcome(option="allow_once", rule="--yes", note="auto-answered by --yes")
         if req.tool_name in self.allow:
-            return ApprovalOutcome(option="allow_once", rule=f"--allow {req.tool_name}")
+            rule = f"--allow {req.tool_name}"
+            return ApprovalOutcome(option="allow_once", rule=rule, note=f"auto-answered by {rule}")
         return await self.fallback.request(req)
 
 

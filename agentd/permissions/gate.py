@@ -4,7 +4,7 @@ Owns: `Decision` (the one vocabulary: `decision` allow|deny, `decided_by` rule|g
 hook|cancel|invalid_input|unknown_tool), `Grants` (this session's "always" answers, by exact tool name),
 `Gate.decide()` and `denial_text()`. One `Gate` per session, built by the composition root; the mode may
 change between decisions (`Gate.mode`). Each decision writes one line
-`[Permission] <tool> -> <decision> (<decided_by>)` through the line writer.
+`[Permission] <tool> -> <decision> (<decided_by>)` (or `(<note>)`, see `Decision`) through the line writer.
 
 The audit record is written by the caller (agentd.audit) from the returned `Decision`; `unknown_tool` and
 `invalid_input` decisions are made before the gate (`Decision.unknown_tool()`, `Decision.invalid_input()`).
@@ -54,7 +54,9 @@ class Decision(BaseModel):
     name, `--yes`, `--allow <tool>`), or None; `detail`: the text shown in a denial (`readOnly`, a hook's
     reason, `timed out after 120 s`, `no terminal to ask`, the option id the user chose, or the whole
     model-facing text for `invalid_input` / `unknown_tool`); `option`: the approval option id when the user
-    answered; `reason`: the user's rejection reason, if any.
+    answered; `reason`: the user's rejection reason, if any; `note`: the front end's words for who answered
+    (`auto-answered by --yes`, `no terminal to ask; use --yes or --allow write_file`), shown in the
+    `[Permission]` line in place of `decided_by` and never audited.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -65,6 +67,7 @@ class Decision(BaseModel):
     detail: str = ""
     option: str | None = None
     reason: str | None = None
+    note: str | None = None
 
     @property
     def allowed(self) -> bool:
@@ -197,10 +200,12 @@ class Gate:
         return decision
 
     def log(self, tool_name: str, decision: Decision) -> None:
-        """Write `[Permission] <tool> -> <decision> (<decided_by>)`; also used for decisions made before
-        the gate (unknown_tool, invalid_input)."""
+        """Write `[Permission] <tool> -> <decision> (<decided_by>)`, or `(<note>)` when the front end
+        described the answer (`auto-answered by --yes`); also used for decisions made before the gate
+        (unknown_tool, invalid_input)."""
         name = visible(tool_name, one_line=True)  # an unknown tool's name comes from the model
-        self._write(f"[Permission] {name} -> {decision.decision} ({decision.decided_by})")
+        why = visible(decision.note, one_line=True) if decision.note else decision.decided_by
+        self._write(f"[Permission] {name} -> {decision.decision} ({why})")
 
     async def _decide(
         self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None
@@ -293,7 +298,9 @@ class Gate:
         rule = outcome.rule or label
         if outcome.decided_by == "timeout":
             detail = outcome.detail or timed_out_text(self.approval_timeout_s)
-            return Decision(decision="deny", decided_by="timeout", rule=rule, detail=detail)
+            return Decision(
+                decision="deny", decided_by="timeout", rule=rule, detail=detail, note=outcome.note
+            )
         if outcome.decided_by == "cancel" or outcome.option == "cancelled":
             return Decision(decision="deny", decided_by="cancel", rule=rule, detail="cancelled")
         if outcome.option in ("allow_always", "reject_always"):
@@ -306,6 +313,7 @@ class Gate:
             detail=outcome.option,
             option=outcome.option,
             reason=None if allowed else outcome.reason,
+            note=outcome.note,
         )
 
     def _add_grant(self, tool_name: str, kind: GrantKind) -> None:

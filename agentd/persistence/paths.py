@@ -27,12 +27,12 @@ ENV_DATA_DIR = "AGENTD_DATA_DIR"
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-def resolve_data_dir(cli_data_dir: str | None) -> Path:
+def resolve_data_dir(cli_data_dir: str | None, *, write: bool = True) -> Path:
     """The data dir: `--data-dir` if given, else `$AGENTD_DATA_DIR`, else `platformdirs.user_data_dir("agentd")`.
 
     Returns an absolute path (user `~` expanded); creates nothing (CONTRACTS.md §9, PROTOCOL.md §3.1). Raises
     `ConfigError` (exit 2) when it cannot be used: it, or the nearest existing folder above it, is not a
-    directory or not writable.
+    directory or (with `write`, the default) not writable. The read-only views pass `write=False`.
     """
     if cli_data_dir:
         raw, origin = cli_data_dir, "--data-dir"
@@ -41,12 +41,12 @@ def resolve_data_dir(cli_data_dir: str | None) -> Path:
     else:
         raw, origin = platformdirs.user_data_dir("agentd"), "the default location"
     path = Path(raw).expanduser().absolute()
-    _check_data_dir(path, origin)
+    _check_data_dir(path, origin, write)
     return path
 
 
-def _check_data_dir(path: Path, origin: str) -> None:
-    """Raise `ConfigError` unless `path` is a writable folder, or can be created as one."""
+def _check_data_dir(path: Path, origin: str, write: bool = True) -> None:
+    """Raise `ConfigError` unless `path` is a (with `write`: writable) folder, or can be created as one."""
     fix = "pass --data-dir DIR (or set AGENTD_DATA_DIR) naming a folder agentd can create and write"
     existing = path
     while True:
@@ -64,7 +64,7 @@ def _check_data_dir(path: Path, origin: str) -> None:
     where = f"data dir {path} ({origin})" + ("" if existing == path else f" cannot be created: {existing}")
     if not stat.S_ISDIR(mode):
         raise ConfigError(f"{where} is not a directory; {fix}")
-    if not os.access(existing, os.W_OK | os.X_OK):
+    if write and not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"{where} is not writable; {fix}")
 
 

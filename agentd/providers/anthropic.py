@@ -136,17 +136,54 @@ def provider_error_for_status(
     )
 
 
+LOCAL_REFUSED_ATTEMPTS = 2  # a refused connection on this machine is retried once, not for a minute (H11)
+
+
 def connection_error(
-    *, provider: str, service: str, base_url: str | None, exc: BaseException, secret: str | None = None
+    *,
+    provider: str,
+    service: str,
+    base_url: str | None,
+    exc: BaseException,
+    secret: str | None = None,
+    url: str | None = None,
 ) -> ProviderError:
-    """A retryable `unavailable` error for a refused connection, a timeout or a stream cut mid-way."""
+    """A retryable `unavailable` error for a refused connection, a timeout or a stream cut mid-way.
+
+    `base_url` is named in the text (or None when `service` names it); `url` (default `base_url`) is the
+    endpoint, for the rule that a refused connection to this machine (nothing listens there) gets
+    `LOCAL_REFUSED_ATTEMPTS` attempts at most."""
+    from agentd.providers.factory import is_local
+
     where = f" at {base_url}" if base_url else ""
+    target = url or base_url
+    if _refused(exc) and is_local(target):
+        return ProviderError(
+            f"{service} refused the connection{where}: nothing is listening there. Start the server, or "
+            "fix --base-url (base_url in the config)",
+            provider=provider,
+            reason="unavailable",
+            retryable=True,
+            max_attempts=LOCAL_REFUSED_ATTEMPTS,
+        )
     return ProviderError(
         scrub(f"{service} is unreachable{where} ({type(exc).__name__}: {exc})", secret),
         provider=provider,
         reason="unavailable",
         retryable=True,
     )
+
+
+def _refused(exc: BaseException) -> bool:
+    """True when a ConnectionRefusedError is anywhere in the exception's chain (the SDK wraps it twice)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, ConnectionRefusedError):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 # ---------------------------------------------------------------- usage and the stream accumulator

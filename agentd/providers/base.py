@@ -185,8 +185,9 @@ async def run_with_retries(
 
     Retries a `ProviderError` with `retryable=True` (429, 529, 5xx, a mid-stream overload), waiting the
     server's `retry_after_s` when given, else an exponential backoff. Stops when the next wait would pass
-    `max_total_s` seconds since the first attempt, measured on `clock`, and re-raises the last error.
-    Non-retryable errors propagate at once.
+    `max_total_s` seconds since the first attempt, measured on `clock`, or when the error's own
+    `max_attempts` is reached (a refused connection to this machine: 2, H11), and raises the last error
+    (not retryable). Non-retryable errors propagate at once.
     """
     start = clock.now()
     n = 0
@@ -202,6 +203,14 @@ async def run_with_retries(
                 if err.retry_after_s is not None
                 else DEFAULT_BACKOFF_S[min(n - 1, len(DEFAULT_BACKOFF_S) - 1)]
             )
+            if err.max_attempts is not None and n >= err.max_attempts:
+                raise ProviderError(
+                    f"{err.message} (gave up after {n} attempts)",
+                    provider=err.provider,
+                    reason="unavailable",
+                    http_status=err.http_status,
+                    retryable=False,
+                ) from err
             if clock.now() - start + delay > max_total_s:
                 raise ProviderError(
                     f"{err.message} (gave up after {n} attempts within retries.max_total_s={max_total_s:g} s)",

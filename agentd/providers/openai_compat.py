@@ -575,7 +575,12 @@ class OpenAICompatProvider:
             return self._dropped()
         # the service label already names a non-default base URL
         return connection_error(
-            provider=self.name, service=self._service, base_url=None, exc=exc, secret=self._api_key
+            provider=self.name,
+            service=self._service,
+            base_url=None,
+            exc=exc,
+            secret=self._api_key,
+            url=self.base_url,
         )
 
     async def aclose(self) -> None:

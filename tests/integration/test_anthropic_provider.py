@@ -308,10 +308,12 @@ async def test_connection_refused_is_retryable() -> None:
             await provider.stream(request([user("go")]), lambda e: None)
     finally:
         await provider.aclose()
-    assert (err.value.message, err.value.reason, err.value.retryable) == (
-        f"Anthropic is unreachable at {url} (APIConnectionError: Connection error.)",
+    assert (err.value.message, err.value.reason, err.value.retryable, err.value.max_attempts) == (
+        f"Anthropic refused the connection at {url}: nothing is listening there. Start the server, or fix "
+        "--base-url (base_url in the config)",
         "unavailable",
         True,
+        2,  # H11: a refused connection on this machine is retried once, not for a minute
     )
 
 

@@ -117,8 +117,8 @@ def test_chinese_plan_read_and_denied_write_through_the_real_sdk(tmp_path: Path,
     key = "sk-ant-emu-" + secrets.token_hex(16)
     env = _env(tmp_path, ANTHROPIC_BASE_URL=emulator.url, ANTHROPIC_API_KEY=key)
     out = _agentd(["run", "--workspace", str(ws), "--prompt", CHINESE_PROMPT, "--provider", "anthropic"], env)
-    assert (out.returncode, out.stdout) == (
-        0,
+    assert (out.returncode, out.stdout) == (  # 9: the one write was refused for lack of a terminal (H9)
+        9,
         "先建立计划。\n运行: python -m demo；验证: python -m unittest。\n",
     )
     lines = out.stderr.splitlines()
@@ -133,7 +133,7 @@ def test_chinese_plan_read_and_denied_write_through_the_real_sdk(tmp_path: Path,
         "[Permission] read_file -> allow (rule)",
         "[Permission] read_file -> allow (rule)",
         "[Permission] read_file -> allow (rule)",
-        "[Permission] write_file -> deny (timeout)",
+        "[Permission] write_file -> deny (no terminal to ask; use --yes or --allow write_file)",
     ]
     assert [x for x in lines if x.startswith("[Hook]")] == [
         "[Hook] before_model todo_reminder: changed the request (9 messages)"
@@ -185,7 +185,7 @@ def test_cached_prefix_grows_request_over_request(tmp_path: Path, emulator: Emul
 
 def test_demo_runs_offline_and_says_the_model_is_scripted(tmp_path: Path) -> None:
     out = _agentd(["demo"], _env(tmp_path))
-    assert (out.returncode, "the model is SCRIPTED" in out.stderr, "[stop · end_turn]" in out.stderr) == (
+    assert (out.returncode, "The model is SCRIPTED" in out.stderr, "[stop · end_turn]" in out.stderr) == (
         0,
         True,
         True,

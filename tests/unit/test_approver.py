@@ -126,8 +126,10 @@ async def test_preset_yes_and_allow() -> None:
         await only.request(request(CMD, "write_file")),
     ]
     assert outcomes == [
-        ApprovalOutcome(option="allow_once", rule="--yes"),
-        ApprovalOutcome(option="allow_once", rule="--allow run_command"),
+        ApprovalOutcome(option="allow_once", rule="--yes", note="auto-answered by --yes"),
+        ApprovalOutcome(
+            option="allow_once", rule="--allow run_command", note="auto-answered by --allow run_command"
+        ),
         ApprovalOutcome(option="reject_once"),
     ]
     assert [r.tool_name for r in fallback.requests] == ["write_file"]

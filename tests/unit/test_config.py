@@ -147,7 +147,7 @@ def test_workspace_may_not_set_provider_endpoint_key_allow_rules_or_accept_edits
         "max_turn_requests = 7\n"
         '[permissions]\ndefault_mode = "acceptEdits"\n'
         '[[permissions.rules]]\ntool = "write_file"\naction = "allow"\n'
-        '[[permissions.rules]]\ntool = "fetch"\naction = "ask"\n',
+        '[[permissions.rules]]\ntool = "edit_file"\naction = "ask"\n',
     )
     warnings: list[str] = []
     settings = load_settings(workspace, warnings=warnings)
@@ -156,7 +156,7 @@ def test_workspace_may_not_set_provider_endpoint_key_allow_rules_or_accept_edits
         permissions={
             **DEFAULTS["permissions"],
             # the user's deny rule stays; the workspace adds its ask rule; its allow rule is dropped
-            "rules": [{"tool": "run_command", "action": "deny"}, {"tool": "fetch", "action": "ask"}],
+            "rules": [{"tool": "run_command", "action": "deny"}, {"tool": "edit_file", "action": "ask"}],
         },
     )
     assert warnings == [

@@ -355,8 +355,8 @@ async def test_yes_answers_every_ask_as_the_user() -> None:
     fallback = QueueApprover()
     gate = make_gate(approver=PresetApprover(yes=True, allow=(), fallback=fallback))
     assert [await decide(gate, "run_command"), await decide(gate, "write_file")] == [
-        allow("user", "--yes", "allow_once", option="allow_once"),
-        allow("user", "--yes", "allow_once", option="allow_once"),
+        allow("user", "--yes", "allow_once", option="allow_once", note="auto-answered by --yes"),
+        allow("user", "--yes", "allow_once", option="allow_once", note="auto-answered by --yes"),
     ]
     assert fallback.requests == []
 
@@ -373,7 +373,13 @@ async def test_allow_tool_answers_only_that_tool() -> None:
     fallback = QueueApprover.of("reject_once")
     gate = make_gate(approver=PresetApprover(yes=False, allow={"run_command"}, fallback=fallback))
     assert [await decide(gate, "run_command"), await decide(gate, "write_file")] == [
-        allow("user", "--allow run_command", "allow_once", option="allow_once"),
+        allow(
+            "user",
+            "--allow run_command",
+            "allow_once",
+            option="allow_once",
+            note="auto-answered by --allow run_command",
+        ),
         deny("user", "default:write_file=ask", "reject_once", option="reject_once"),
     ]
     assert [r.tool_name for r in fallback.requests] == ["write_file"]

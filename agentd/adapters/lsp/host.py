@@ -98,6 +98,7 @@ class Daemon:
     """Process-wide state shared by every connection."""
 
     data_dir: DataDir
+    data_dir_error: str | None = None  # why the data dir cannot be written: every `initialize` gets it (H12)
     tcp_token: str | None = None
     resume: ResumeSlot | None = None
     connections: set[Connection] = field(default_factory=set)

@@ -209,6 +209,11 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
             asyncio.get_running_loop().call_soon(conn.lost)
             raise RpcError("InvalidRequest", "This agentd listens on TCP and needs initializationOptions.authToken "
                            "from <data dir>/tcp-<port>.token; the connection is closed.")  # fmt: skip
+        if conn.daemon.data_dir_error:  # a daemon that cannot store sessions says so, and why (H12)
+            conn.rejected = True
+            asyncio.get_running_loop().call_soon(conn.lost)
+            raise RpcError("StorageError", f"agentd cannot store sessions: {conn.daemon.data_dir_error}; "
+                           "the connection is closed.")  # fmt: skip
         return conn.initialize_result()
 
     @lsp_method(types.INITIALIZED)

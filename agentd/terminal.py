@@ -1,0 +1,365 @@
+"""The terminal front end of `agentd run` and `agentd demo` (PROTOCOL.md §3.1).
+
+Owns: `run_terminal_turn` (one turn: open or create the session, run it, the exit code of PROTOCOL.md
+§3.1), `Printer` (the session-update sink: the assistant's text on stdout, operator lines on stderr, and for
+the demo the plan as a list and the command output), the approvers' front-end wrappers (`CountingApprover`,
+`AutoApprover`), `TurnReport` (what the exit code needs to know about a turn) and the texts of the turn's
+last lines (`[cancelled]`, an empty reply, the no-terminal hint).
+Writes only through `agentd.log.console`. Imports the core (lazily), agentd.log, agentd.errors and
+agentd.permissions.approver; never pygls, lsprotocol, acp or agentd.adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentd.errors import ConfigError
+from agentd.log import console
+from agentd.permissions.approver import (
+    NO_TERMINAL,
+    ApprovalOutcome,
+    ApprovalRequest,
+    Approver,
+    render_prompt,
+)
+
+log = logging.getLogger("agentd.run")
+WRITE_KINDS = frozenset({"edit", "delete", "move", "execute"})  # ACP tool kinds that change something
+CANCELLED_LINE = "[cancelled]"
+EMPTY_REPLY_LINE = "[the model's last reply was empty]"
+_MARKS = {"completed": "[x]", "done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+OUTPUT_MAX_LINES = 40
+
+
+@dataclass
+class TurnReport:
+    """What happened in one turn, for the exit code (PROTOCOL.md §3.1).
+
+    `no_terminal`: tools refused because nobody could be asked; `writes_started`: tool calls of a write kind
+    (edit, delete, move, execute) that started; `replied`: the model's last reply had text."""
+
+    no_terminal: list[str] = field(default_factory=list)
+    writes_started: int = 0
+    replied: bool = False
+
+    @property
+    def writes_all_refused_for_no_terminal(self) -> bool:
+        """Every write of the turn was refused because there was no terminal to ask (exit 9)."""
+        return bool(self.no_terminal) and self.writes_started == 0
+
+    def no_terminal_hint(self) -> str:
+        tools = ", ".join(dict.fromkeys(self.no_terminal))
+        first = self.no_terminal[0]
+        return (
+            f"agentd: {NO_TERMINAL}, so every write of this turn was refused ({tools}); "
+            f"rerun with --yes or --allow TOOL (e.g. --allow {first})"
+        )
+
+
+class CountingApprover:
+    """Wraps the terminal approver of `agentd run`: a refusal for lack of a terminal is counted in `report`
+    and described as `no terminal to ask; use --yes or --allow <tool>` in the `[Permission]` line (H9)."""
+
+    def __init__(self, inner: Approver, report: TurnReport) -> None:
+        self.inner = inner
+        self.report = report
+
+    async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        outcome = await self.inner.request(req)
+        if outcome.detail != NO_TERMINAL:
+            return outcome
+        self.report.no_terminal.append(req.tool_name)
+        note = f"{NO_TERMINAL}; use --yes or --allow {req.tool_name}"
+        return ApprovalOutcome(
+            option=outcome.option, decided_by=outcome.decided_by, detail=outcome.detail, note=note
+        )
+
+
+class AutoApprover:
+    """The demo's approver: shows each question as the terminal would ask it, then answers "once" itself,
+    and says so; audited as decided by `user` with rule `who` (CONTRACTS.md §5), shown as auto-answered."""
+
+    def __init__(self, who: str) -> None:
+        self.who = who
+
+    async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        console.line("")
+        console.line(render_prompt(req) + f"o   <- auto-answered by {self.who}")
+        return ApprovalOutcome(option="allow_once", rule=self.who, note=f"auto-answered by {self.who}")
+
+
+class Printer:
+    """The session-update sink and line writer of a terminal turn.
+
+    stdout: the assistant's text only (a retried reply is marked on stderr). With `show_work` (the demo),
+    stderr also shows the plan as a list and each command's output. A closed stdout or stderr (`| head`)
+    calls `on_closed` once (the caller cancels the turn) and nothing more is written."""
+
+    def __init__(
+        self, report: TurnReport, on_closed: Callable[[], None] | None = None, show_work: bool = False
+    ) -> None:
+        self.report = report
+        self.on_closed = on_closed
+        self.show_work = show_work
+        self.closed = False
+        self.message_id: str | None = None
+        self.kinds: dict[str, str] = {}
+        self.totals: dict[str, Any] = {}
+
+    def update(self, update: dict[str, Any]) -> None:
+        """Handle one session/update (PROTOCOL.md §7)."""
+        self._guard(self._update, update)
+
+    def line(self, text: str) -> None:
+        """An operator line on stderr (never in the middle of the assistant's stdout line)."""
+        self._guard(console.line, text)
+
+    def end(self) -> None:
+        self._guard(console.end)
+
+    def _guard(self, fn: Callable[..., None], *args: Any) -> None:
+        if self.closed:
+            return
+        try:
+            fn(*args)
+        except BrokenPipeError:
+            self.closed = True
+            if self.on_closed is not None:
+                self.on_closed()
+
+    def _update(self, update: dict[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        if kind == "agent_message_chunk":
+            self._text(update)
+        elif kind == "tool_call":
+            self.kinds[update["toolCallId"]] = str(update.get("kind", "other"))
+            self.report.replied = False
+        elif kind == "tool_call_update":
+            self._tool_update(update)
+        elif kind == "plan" and self.show_work:
+            entries = update.get("entries") or []
+            console.line("[Plan]")
+            for e in entries:
+                console.line(f"  {_MARKS.get(e.get('status', ''), '[ ]')} {e.get('content', '')}")
+        elif kind == "usage_update":
+            self.totals = update.get("_meta", {}).get("agentd", {}).get("totals") or {}
+
+    def _text(self, update: dict[str, Any]) -> None:
+        meta = update.get("_meta", {}).get("agentd", {})
+        if meta.get("retracts"):
+            console.line("[retry · the partial reply above was discarded]")
+        elif self.message_id not in (None, meta.get("messageId")):
+            console.end()
+        self.message_id = meta.get("messageId")
+        text = update["content"]["text"]
+        console.out(text)
+        self.report.replied = self.report.replied or bool(text.strip())
+
+    def _tool_update(self, update: dict[str, Any]) -> None:
+        kind = self.kinds.get(update["toolCallId"], "other")
+        status = update.get("status")
+        if status == "in_progress" and kind in WRITE_KINDS:
+            self.report.writes_started += 1
+        if self.show_work and kind == "execute" and status in ("completed", "failed"):
+            for item in update.get("content") or []:
+                text = (item.get("content") or {}).get("text") if item.get("type") == "content" else None
+                if text:
+                    _show_output(text)
+
+
+def _show_output(text: str) -> None:
+    lines = text.rstrip("\n").split("\n")
+    shown = lines[:OUTPUT_MAX_LINES]
+    console.line("[Output]")
+    for row in shown:
+        console.line(f"  | {row}")
+    if len(lines) > len(shown):
+        console.line(f"  | ... ({len(lines) - len(shown)} more lines)")
+
+
+def cache_summary(totals: dict[str, Any]) -> str:
+    """`[usage · N requests · in=… cache_read=… (P % of prompt tokens) cache_write=… out=…]` from the
+    session totals of a `usage_update` (PROTOCOL.md §7)."""
+    fresh = int(totals.get("inputTokens") or 0)
+    read = int(totals.get("cacheReadInputTokens") or 0)
+    write = int(totals.get("cacheCreationInputTokens") or 0)
+    prompt = fresh + read + write
+    share = f" ({100 * read / prompt:.0f} % of prompt tokens)" if prompt else ""
+    return (
+        f"[usage · {totals.get('requests', 0)} requests · in={fresh} cache_read={read}{share} "
+        f"cache_write={write} out={int(totals.get('outputTokens') or 0)}]"
+    )
+
+
+@dataclass
+class TurnSetup:
+    """One terminal turn: the prompt; the workspace (a real folder); the effective settings; the data dir;
+    which session (`session_id` to resume, `continue_newest` for the workspace's newest, else a new one);
+    who answers approvals (`yes`, `allow`, else the terminal; or `approver` itself, as the demo's);
+    `show_work` for the demo's plan and command output; `provider_env` replaces the environment the
+    provider reads its key from (the demo's emulator key)."""
+
+    prompt: str
+    workspace: Path
+    settings: Any
+    data_dir: Any
+    session_id: str | None = None
+    continue_newest: bool = False
+    yes: bool = False
+    allow: list[str] = field(default_factory=list)
+    approver: Approver | None = None
+    show_work: bool = False
+    provider_env: dict[str, str] | None = None
+
+
+@dataclass
+class TurnOutcome:
+    """`code`: the exit code of PROTOCOL.md §3.1; `session_id` (None when no session was kept); `totals`:
+    the session's token totals after the turn (PROTOCOL.md §7 `usage_update`)."""
+
+    code: int
+    session_id: str | None
+    totals: dict[str, Any]
+
+
+async def run_terminal_turn(setup: TurnSetup) -> TurnOutcome:
+    """Run one turn in the terminal and say how it ended (exit codes of PROTOCOL.md §3.1).
+
+    A new session whose turn never got a reply from the model (unreachable endpoint, bad key) is deleted,
+    so `--continue` cannot land on it (H11). Raises ProviderError, ConfigError, SessionNotFound, ..."""
+    from agentd.core.session import clean_prompt
+    from agentd.providers.factory import make_provider
+
+    blocks = [{"type": "text", "text": setup.prompt}]
+    blocks = clean_prompt(blocks)  # an empty prompt is refused before any session exists
+    s = setup.settings
+    log.info("run: workspace %s, data dir %s, provider %s, model %s", setup.workspace, setup.data_dir.root,
+             s.provider, s.model or "(the provider's default)")  # fmt: skip
+    log.debug("run: effective settings %s", s.model_dump(exclude={"auth_token"}))
+    provider = make_provider(
+        s.provider,
+        model=s.model,
+        base_url=s.base_url,
+        api_key_env=s.api_key_env,
+        scenario=s.scenario,
+        openai_options=s.openai,
+        env=setup.provider_env,
+    )
+    try:
+        return await _turn(setup, provider, blocks)
+    finally:
+        await provider.aclose()
+
+
+def _approver(setup: TurnSetup, report: TurnReport) -> Approver:
+    if setup.approver is not None:
+        return setup.approver
+    from agentd.permissions.approver import PresetApprover, TerminalApprover
+
+    return PresetApprover(
+        yes=setup.yes, allow=set(setup.allow), fallback=CountingApprover(TerminalApprover(), report)
+    )
+
+
+def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnReport) -> tuple[Any, bool]:
+    """The session of the turn, and whether it was created now."""
+    from agentd.core.factory import create_session, open_session
+    from agentd.persistence.index import newest_session
+
+    session_id = setup.session_id
+    if setup.continue_newest:
+        session_id = newest_session(setup.data_dir, setup.workspace)
+        if session_id is None:
+            printer.line("agentd: no earlier session in this workspace; starting a new one")
+    common: dict[str, Any] = {
+        "settings": setup.settings,
+        "provider": provider,
+        "data_dir": setup.data_dir,
+        "approver": _approver(setup, report),
+        "sink": printer.update,
+        "lines": printer.line,
+    }
+    if not session_id:
+        return create_session(cwd=setup.workspace, **common), True
+    session = open_session(session_id=session_id, **common)
+    if not session.p.cwd.is_dir():
+        session.close()
+        raise ConfigError(
+            f"session {session_id} belongs to {session.p.cwd}, which no longer exists; restore that folder, "
+            "or start a new session with --workspace DIR"
+        )
+    return session, False
+
+
+async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -> TurnOutcome:
+    import signal
+
+    from agentd.errors import ProviderError
+
+    report = TurnReport()
+    session: Any = None
+    printer = Printer(
+        report, on_closed=lambda: session.cancel() if session else None, show_work=setup.show_work
+    )
+    session, created = _open(setup, provider, printer, report)
+    printer.line(f"[session {session.id}]")
+    loop = asyncio.get_running_loop()
+    interrupted = False
+
+    def on_sigint() -> None:
+        nonlocal interrupted
+        interrupted = True
+        session.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        stop = await session.prompt(blocks)
+    except ProviderError:
+        if created and not printer.totals:  # the model was never reached: keep no empty session (H11)
+            session.close()
+            _discard(setup.data_dir, session.id)
+            printer.line(f"[session {session.id} discarded: the model was never reached]")
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        printer.end()
+        session.close()
+    return TurnOutcome(_exit_code(printer, report, stop, interrupted), session.id, printer.totals)
+
+
+def _discard(data_dir: Any, session_id: str) -> None:
+    from agentd.persistence.index import delete_session
+
+    try:
+        delete_session(data_dir, session_id)
+    except Exception:  # keeping an empty session is harmless; the provider's error matters more
+        import logging
+
+        logging.getLogger("agentd").warning(
+            "could not delete the empty session %s", session_id, exc_info=True
+        )
+
+
+def _exit_code(printer: Printer, report: TurnReport, stop: str, interrupted: bool) -> int:
+    """The exit code of a finished turn (PROTOCOL.md §3.1), after its last lines."""
+    from agentd import cli
+
+    if printer.closed:
+        return cli.EXIT_PIPE  # the reader went away: stop quietly (H7)
+    if interrupted or stop == "cancelled":
+        printer.line(CANCELLED_LINE)
+        return cli.EXIT_SIGINT
+    printer.line(f"[stop · {stop}]")
+    if stop != "end_turn":
+        return cli.EXIT_STOP
+    if not report.replied:
+        printer.line(EMPTY_REPLY_LINE)
+    if report.writes_all_refused_for_no_terminal:
+        printer.line(report.no_terminal_hint())
+        return cli.EXIT_NO_TERMINAL
+    return cli.EXIT_OK
