@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agentd import config
+from agentd.clock import ManualClock
 from agentd.config import load_settings, user_config_path
-from agentd.core.clock import ManualClock
 from agentd.errors import ConfigError, ProviderError
 from agentd.log import setup_logging
 from agentd.providers.base import ModelResponse, run_with_retries
