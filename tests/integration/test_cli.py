@@ -184,7 +184,7 @@ def test_cached_prefix_grows_request_over_request(tmp_path: Path, emulator: Emul
 
 
 def test_demo_runs_offline_and_says_the_model_is_scripted(tmp_path: Path) -> None:
-    out = _agentd(["demo"], _env(tmp_path))
+    out = _agentd(["demo"], _env(tmp_path, TMPDIR=str(tmp_path)))  # the demo's copy stays in tmp_path
     assert (out.returncode, "The model is SCRIPTED" in out.stderr, "[stop · end_turn]" in out.stderr) == (
         0,
         True,

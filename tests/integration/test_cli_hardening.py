@@ -405,7 +405,7 @@ def test_demo_shows_its_work_and_its_session_can_be_found(tmp_path: Path) -> Non
     a diff or a cache figure other than 0, and labelled its own answers `(user)`. Now it shows the prompt,
     the plan as a list, the edit's diff in the approval as asked and answered (marked auto-answered), the
     command's output, non-zero cache reads from the emulated API, and where the session lives."""
-    env = _env(tmp_path)
+    env = _env(tmp_path, TMPDIR=str(tmp_path))  # the demo's workspace copy stays in tmp_path
     out = _agentd(["demo"], env)
     assert out.returncode == 0, out.stderr
     err = out.stderr
@@ -422,6 +422,8 @@ def test_demo_shows_its_work_and_its_session_can_be_found(tmp_path: Path) -> Non
     sid = re.search(r"\[demo finished · session (\S+) is stored in (.+)\]", err)
     assert sid is not None and sid.group(2) == str(tmp_path / "data")
     assert f"agentd sessions show {sid.group(1)}" in err and f"agentd run --resume {sid.group(1)}" in err
+    (copy,) = tmp_path.glob("agentd-demo-*/workspace")
+    assert f"[workspace {copy}]" in err and 'shout = "--shout" in argv' in (copy / "greet.py").read_text()
     shown = _agentd(["sessions", "show", sid.group(1)], env)
     assert shown.returncode == 0 and "- [x] Run the tests" in shown.stdout
     assert out.stdout.splitlines()[-1].startswith("Done: greet.py now takes --shout")
