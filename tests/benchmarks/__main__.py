@@ -11,7 +11,11 @@
   Published figures come from a committed tree (issue 9 H17): `--write` refuses, before running anything
   (exit 2), when the work tree has changes other than FILE itself (`git status --porcelain`, untracked
   files included); `--allow-dirty` runs anyway and marks the commit `(with uncommitted changes)`. A module
-  that fails publishes nothing: the file is left as it was and the exit code is 1.
+  that fails publishes nothing: the file is left as it was and the exit code is 1. `--only NAME[,NAME]` runs
+  those modules only; with `--write`, their sections (each between `<!-- bench:NAME:begin -->` and
+  `<!-- bench:NAME:end -->`, with its own commit and date) are replaced and the others kept as they were.
+  A result's nested table (a key whose value maps row names to rows of figures, such as the cost
+  benchmark's `workloads`) is rendered as a Markdown table.
 """
 
 from __future__ import annotations
@@ -33,9 +37,8 @@ MODULES = ("cost", "store", "daemon", "search")  # run in this order, when tests
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 TARGETS: dict[str, dict[str, str]] = {  # TESTING.md §5 table: key -> target, per module
     "cost": {
-        "cache_read_share": ">= 0.85",
-        "bill_ratio_vs_seed_cache": "<= 0.30",
-        "bill_ratio_vs_lower_bound": "<= 1.25",
+        "worst_bill_ratio_vs_lower_bound": "<= 1.10 (goal 1.05)",
+        "worst_auto_vs_best_fixed": "<= 1.03",
     },
     "store": {"append_ratio": "<= 1.5", "resume_ratio": "<= 3"},
     "daemon": {"initialize_ms": "goal <= 500"},
@@ -107,40 +110,112 @@ def uncommitted_changes(exclude: Path | None = None) -> list[str]:
     return [ln for ln in out.splitlines() if ln[3:].strip('"') != skip]
 
 
-def render(
-    results: dict[str, dict[str, Any]], when: datetime, dirty: bool = False, load: float | None = None
-) -> str:
-    """The Markdown block that goes between the markers."""
+def _env_lines(when: datetime, dirty: bool, load: float | None = None) -> list[str]:
     commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
     if dirty:
         commit += " (with uncommitted changes)"
-    out = [
-        BEGIN,
-        "",
-        "Reproduce with `python -m tests.benchmarks all --write docs/benchmarks.md` "
-        "(one module: `python -m tests.benchmarks.<name>`).",
-        "",
+    return [
         f"- commit: `{commit}`",
         f"- Python {platform.python_version()} ({platform.python_implementation()}), {os.cpu_count()} CPUs, "
         f"{platform.system()} {platform.machine()}",
         f"- date: {when.strftime('%Y-%m-%d %H:%M UTC')}",
-        *(
-            [
-                f"- load average (1 min) when the run started: {load:.2f} (absolute times scale with it; ratios less)"
-            ]
-            if load is not None
-            else []
-        ),
+        *([f"- load average (1 min) when the run started: {load:.2f} (absolute times scale with it; ratios less)"]
+          if load is not None else []),
+    ]  # fmt: skip
+
+
+def _table(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """A Markdown table: one line per row name, one column per key (the union, in first-seen order)."""
+    columns = list(dict.fromkeys(k for row in rows.values() for k in row))
+    out = ["| | " + " | ".join(f"`{c}`" for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    out += [f"| `{n}` | " + " | ".join(_fmt(r.get(c, "")) for c in columns) + " |" for n, r in rows.items()]
+    return out
+
+
+def _is_table(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, dict) for v in value.values())
+
+
+def section(
+    name: str, result: dict[str, Any], when: datetime, dirty: bool = False, load: float | None = None
+) -> str:
+    """One module's section: its environment, its figures with their targets, its tables, its JSON line."""
+    targets = TARGETS.get(name, {})
+    out = [
+        f"<!-- bench:{name}:begin -->",
+        f"### `tests.benchmarks.{name}`",
+        "",
+        *_env_lines(when, dirty, load),
         "",
     ]
-    for name, result in results.items():
-        targets = TARGETS.get(name, {})
-        out += [f"### `tests.benchmarks.{name}`", "", "| Key | Value | Target |", "|---|---|---|"]
-        for key, value in result.items():
-            if key in ("module", "targets", "met") or isinstance(value, dict | list):
-                continue  # nested figures are in the JSON line below the table
-            out.append(f"| `{key}` | {_fmt(value)} | {targets.get(key, '')} |")
-        out += ["", "```json", json.dumps(result, separators=(",", ":")), "```", ""]
+    out += ["| Key | Value | Target |", "|---|---|---|"]
+    for key, value in result.items():
+        if key in ("module", "targets", "met") or isinstance(value, dict | list):
+            continue  # nested figures: tables below, and the JSON line
+        out.append(f"| `{key}` | {_fmt(value)} | {targets.get(key, '')} |")
+    if isinstance(result.get("targets"), dict):
+        met = result.get("met") or {}
+        out += ["", "| Target | | Met |", "|---|---|---|"]
+        out += [f"| `{k}` | {t} | {_fmt(met.get(k, ''))} |" for k, t in result["targets"].items()]
+    for key, value in result.items():
+        if _is_table(value):
+            out += ["", f"`{key}`:", "", *_table(value)]
+    out += ["", "```json", json.dumps(result, separators=(",", ":")), "```", f"<!-- bench:{name}:end -->"]
+    return "\n".join(out)
+
+
+def sections_of(text: str) -> dict[str, str]:
+    """The module sections already in a file's block, by module name. A block written before sections had
+    markers (one header, then `### tests.benchmarks.NAME` headings) is read too: each of its modules becomes
+    a section carrying that header's commit, date and load lines."""
+    found = re.finditer(r"<!-- bench:([\w-]+):begin -->.*?<!-- bench:\1:end -->", text, re.S)
+    sections = {m.group(1): m.group(0) for m in found}
+    block = re.search(re.escape(BEGIN) + r"(.*?)" + re.escape(END), text, re.S)
+    if sections or block is None:
+        return sections
+    head, *parts = re.split(r"^(?=### `tests\.benchmarks\.)", block.group(1), flags=re.M)
+    env = [ln for ln in head.splitlines() if ln.startswith("- ")]
+    for part in parts:
+        title, _, body = part.partition("\n")
+        name = title.removeprefix("### `tests.benchmarks.").rstrip("`")
+        lines = [
+            f"<!-- bench:{name}:begin -->",
+            title,
+            "",
+            *env,
+            "",
+            body.strip("\n"),
+            f"<!-- bench:{name}:end -->",
+        ]
+        sections[name] = "\n".join(lines)
+    return sections
+
+
+def render(
+    results: dict[str, dict[str, Any]],
+    when: datetime,
+    dirty: bool = False,
+    keep: dict[str, str] | None = None,
+    load: float | None = None,
+) -> str:
+    """The Markdown block that goes between the markers: a header, then one section per module (fresh ones
+    from `results`, the others from `keep`), in MODULES order."""
+    out = [
+        BEGIN,
+        "",
+        "Reproduce with `python -m tests.benchmarks all --write docs/benchmarks.md` "
+        "(some modules: `--only cost,store`; one module alone: `python -m tests.benchmarks.<name>`). "
+        "Last written:",
+        "",
+        *_env_lines(when, dirty, load),
+        "",
+    ]
+    kept = keep or {}
+    for name in [*MODULES, *(n for n in results if n not in MODULES)]:
+        if name in results:
+            out += [section(name, results[name], when, dirty, load), ""]
+        elif name in kept:
+            out += [kept[name], ""]
     out.append(END)
     return "\n".join(out)
 
@@ -164,7 +239,12 @@ def run_all(argv: list[str]) -> int:
     p.add_argument(
         "--allow-dirty", action="store_true", help="with --write: publish from uncommitted changes, marked so"
     )
+    p.add_argument("--only", metavar="NAMES", help="comma-separated modules to run (default: all)")
     a = p.parse_args(argv)
+    only = [n for n in (a.only or "").split(",") if n]
+    unknown = [n for n in only if n not in MODULES]
+    if unknown:
+        p.error(f"unknown module(s) {unknown}; known: {', '.join(MODULES)}")
     dirty = uncommitted_changes(Path(a.write)) if a.write else []
     if dirty and not a.allow_dirty:
         sys.stderr.write(
@@ -176,7 +256,7 @@ def run_all(argv: list[str]) -> int:
         )
         return 2
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    present = [m for m in MODULES if (Path(__file__).parent / f"{m}.py").exists()]
+    present = [m for m in MODULES if (Path(__file__).parent / f"{m}.py").exists() and (not only or m in only)]
     results: dict[str, dict[str, Any]] = {}
     for name in present:
         sys.stderr.write(f"[bench] tests.benchmarks.{name} ...\n")
@@ -187,7 +267,9 @@ def run_all(argv: list[str]) -> int:
             return 1
         sys.stdout.write(json.dumps(results[name], separators=(",", ":")) + "\n")
     if a.write:
-        write_block(Path(a.write), render(results, datetime.now(UTC), dirty=bool(dirty), load=load))
+        target = Path(a.write)
+        keep = sections_of(target.read_text(encoding="utf-8")) if target.exists() else {}
+        write_block(target, render(results, datetime.now(UTC), dirty=bool(dirty), keep=keep, load=load))
         sys.stderr.write(f"[bench] wrote {a.write}\n")
     return 0
 

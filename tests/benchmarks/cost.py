@@ -1,254 +1,199 @@
-"""Cost benchmark: the reference long session under several context strategies (TESTING.md §5.1).
+"""Cost benchmark (issue 15; TESTING.md §5.1): `python -m tests.benchmarks.cost [--workloads NAMES] [--keep DIR]`.
 
-`python -m tests.benchmarks.cost` prints one JSON line. Only the context strategy varies: the assistant
-replies and tool outputs are replayed from `sessions/long-reference.json`. Each request is built by agentd's
-own Context (breakpoint planner) and compaction code, checked by the emulator's independent validator, and
-billed by the emulator's prompt-cache simulation (EMU-TOK-1 tokens, TTLs on a manual clock advanced by the
-session's gaps). A request the emulator would reject, or a usage that breaks input + writes + reads ==
-total, aborts the run and publishes nothing.
+The real product, billed by what the emulator served. For each workload of `tests/benchmarks/workloads/` (made by
+`tests.benchmarks.workloads` from a seed and a declared shape), `tests.benchmarks.drive` runs agentd as an editor
+would (the daemon over LSP, the real anthropic SDK over HTTP to the bundled Messages-API emulator, user think time
+on a fake clock both sides see), once per agentd configuration:
 
-Bill = input x1 + 5-minute writes x1.25 + 1-hour writes x2 + reads x0.1 (billed input-token equivalents).
-Strategies: `agentd` (its planner and compression policy), `seed_cache` (cache_control on the system block
-only, agentd's compression), `nocache` (no cache_control, agentd's compression), `seed_design` (system-only
-breakpoint, compression at 12,000 tokens keeping the last 8 messages), and `lower_bound` (computed on the
-agentd run: every prefix sent before is read, only new tokens are written, at the 5-minute price).
+- `auto`, `fixed_5m`, `fixed_1h`: agentd with `cache.ttl` = "auto", "5m", "1h" (the workload's other settings
+  unchanged). Their requests must be the same but for `cache_control` (checked): only caching differs.
+- `seed_design`: agentd compressing at 12,000 tokens and keeping the last 8 messages (the seed's numbers).
+
+Baselines billed on the same requests and times (`billing.rebill`: the emulator's `CacheSim`, fresh, on the
+`auto` run's journal with its breakpoints replaced): `nocache`; `seed_cache` (the seed's caching: the system
+block only, 5m, same compression); `system_last_5m` (the system block and the last block, 5m: what Claude Code
+does). The seed's whole design is the `seed_design` run's journal with the seed's caching. `lower_bound`: the
+least any client could pay for the `auto` run's requests at their times, knowing the future
+(`tests/benchmarks/lower_bound.py`), plus the same output tokens.
+
+Bills are USD at the model's prices: input, 5m writes 1.25x, 1h writes 2x, reads 0.1x, output tokens at the
+output price. Prints one JSON line per workload, then one summary line (the last line: what `python -m
+tests.benchmarks all` publishes) with the targets of issue 15 and whether each is met. A run in which a turn
+failed, the emulator rejected a request or had an answer left, or agentd's reported usage differs from the
+journal's publishes nothing (exit 1).
 """
 
 from __future__ import annotations
 
-import hashlib
+import argparse
 import json
-import statistics
+import shutil
 import sys
-from dataclasses import dataclass, field
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from agentd.core import compaction
-from agentd.core.context import Context
-from agentd.core.prompts import system_blocks
-from agentd.core.todos import TodoTracker
-from agentd.providers.base import ModelRequest, Usage
-from agentd.testing.emulator import SUMMARY_TEXT, CacheSim, ManualClock, count_tokens, validate_request
-from agentd.tools.registry import ToolRegistry, default_tools
-from agentd.tools.todo import TodoWrite
+from tests.benchmarks import billing, drive
+from tests.benchmarks.lower_bound import Split, lower_bound
+from tests.benchmarks.workloads import SHAPES, load
 
-REFERENCE = Path(__file__).parent / "sessions" / "long-reference.json"
-MODEL = "emu-sonnet"
-WINDOW = 200_000
-MAX_TOKENS = 8192
-
-
-class _SystemOnly(Context):
-    """The seed's caching: one breakpoint on the system block, none on messages."""
-
-    def to_request(self, **kwargs: Any) -> ModelRequest:
-        request = super().to_request(**kwargs)
-        for m in request.messages:
-            m["content"] = [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]
-        return request
+RUNS: dict[str, dict[str, Any]] = {  # agentd initializationOptions per run, over the workload's settings
+    "auto": {"cache": {"ttl": "auto"}},
+    "fixed_5m": {"cache": {"ttl": "5m"}},
+    "fixed_1h": {"cache": {"ttl": "1h"}},
+    "seed_design": {"context": {"compressThresholdTokens": 12000, "keepRecentMessages": 8}},
+}
+TARGETS = {
+    "bill_ratio_vs_lower_bound": ("<=", 1.10, None),
+    "auto_vs_best_fixed": ("<=", 1.03, None),
+    "bill_ratio_vs_seed_cache": ("<=", 0.30, ("agentic", "heavy", "resumed")),
+    "cache_read_share": (">=", 0.90, ("agentic", "heavy")),
+}
 
 
-@dataclass
-class Run:
-    name: str
-    requests: int = 0
-    input: int = 0
-    write_5m: int = 0
-    write_1h: int = 0
-    read: int = 0
-    output: int = 0
-    compactions: int = 0
-    prompt_sizes: list[int] = field(default_factory=list)
-    bodies: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def bill(self) -> float:
-        return self.input + 1.25 * self.write_5m + 2.0 * self.write_1h + 0.1 * self.read
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "input": self.input,
-            "write_5m": self.write_5m,
-            "write_1h": self.write_1h,
-            "read": self.read,
-            "output": self.output,
-            "bill": round(self.bill, 1),
-            "compactions": self.compactions,
-            "peak_prompt": max(self.prompt_sizes),
-            "mean_prompt": round(statistics.fmean(self.prompt_sizes)),
-        }
-
-
-class Driver:
-    """Replays the reference session under one strategy."""
-
-    def __init__(self, ref: dict[str, Any], strategy: str, min_cacheable: int) -> None:
-        self.ref, self.strategy, self.min_cacheable = ref, strategy, min_cacheable
-        caching = strategy != "nocache"
-        ctx_cls = _SystemOnly if strategy in ("seed_cache", "seed_design") else Context
-        self.ctx = ctx_cls(prompt_caching=caching, ttl="1h")
-        self.threshold = 12_000 if strategy == "seed_design" else int(WINDOW * 0.8)
-        self.keep = 8
-        self.todos = TodoTracker()
-        self.clock = ManualClock()
-        self.cache = CacheSim()
-        registry = ToolRegistry([TodoWrite(), *default_tools()])
-        self.tools = registry.definitions(False)
-        text = system_blocks("/projects/reference")[0]["text"]
-        self.system = [
-            {"type": "text", "text": text + "\n\nProject instructions:\n" + ref["project_instructions"]}
-        ]
-        self.run = Run(strategy)
-        self.n_answer = 0
-
-    def _send(self, request: ModelRequest) -> dict[str, Any]:
-        body = request.body()
-        err = validate_request(body)
-        if err is not None:
-            raise SystemExit(
-                f"cost benchmark: the emulator rejected a request ({self.strategy}): {err.message}"
-            )
-        result = self.cache.run(body, now=self.clock.now(), min_cacheable_tokens=self.min_cacheable)
-        u = result.usage
-        split = u.get("cache_creation") or {}
-        if (
-            u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"]
-            != result.total
-        ):
-            raise SystemExit("cost benchmark: a usage invariant failed; nothing published")
-        r = self.run
-        r.requests += 1
-        r.input += u["input_tokens"]
-        r.write_5m += split.get("ephemeral_5m_input_tokens", 0)
-        r.write_1h += split.get("ephemeral_1h_input_tokens", 0)
-        r.read += u["cache_read_input_tokens"]
-        r.prompt_sizes.append(result.total)
-        if self.strategy == "agentd":
-            r.bodies.append(body)
-        return u
-
-    def _reply(self, blocks: list[dict[str, Any]]) -> None:
-        self.run.output += sum(count_tokens(b) for b in blocks)
-        self.ctx.add_assistant(blocks)
-
-    def _compress(self) -> None:
-        if not compaction.should_compress(self.ctx, threshold_tokens=self.threshold, keep_recent=self.keep):
-            return
-        history = self.ctx.messages
-        cut = compaction.find_cut(history, self.keep)
-        if cut is None:
-            return
-        req = compaction.summary_request(
-            history[:cut],
-            model=MODEL,
-            system=self.system,
-            tools=self.tools,
-            max_tokens=512,
-            prompt_caching=self.strategy != "nocache",
-        )
-        self._send(req)
-        self.run.output += count_tokens({"type": "text", "text": SUMMARY_TEXT})
-        rebuilt = compaction.rebuild(history, cut, SUMMARY_TEXT, self.todos.carry_over_text())
-        self.ctx.replace_prefix(rebuilt.cut, rebuilt.summary, rebuilt.ack)
-        self.run.compactions += 1
-
-    def _request(self) -> None:
-        self._compress()
-        req = self.ctx.to_request(model=MODEL, system=self.system, tools=self.tools, max_tokens=MAX_TOKENS)
-        u = self._send(req)
-        self.ctx.record_usage(
-            Usage(
-                input_tokens=u["input_tokens"],
-                output_tokens=0,
-                cache_creation_input_tokens=u["cache_creation_input_tokens"],
-                cache_read_input_tokens=u["cache_read_input_tokens"],
-            ),
-            self.ctx.last_request_estimate,
-        )
-
-    def play(self) -> Run:
-        for turn in self.ref["turns"]:
-            self.ctx.add_user([{"type": "text", "text": turn["prompt"]}])
-            for rnd in turn["rounds"]:
-                self._request()
-                self.n_answer += 1
-                tid = f"toolu_ref_{self.n_answer}"
-                blocks = ([{"type": "text", "text": rnd["text"]}] if rnd["text"] else []) + [
-                    {
-                        "type": "tool_use",
-                        "id": tid,
-                        "name": rnd["tool"]["name"],
-                        "input": rnd["tool"]["input"],
-                    }
-                ]
-                self._reply(blocks)
-                if rnd["tool"]["name"] == "todo_write":
-                    self.todos.write(rnd["tool"]["input"])
-                self.clock.advance(rnd["gap_s"])
-                self.ctx.add_user([{"type": "tool_result", "tool_use_id": tid, "content": rnd["result"]}])
-            self._request()
-            self._reply([{"type": "text", "text": turn["final"]}])
-            self.clock.advance(turn["think_s"])
-        return self.run
-
-
-def _flat_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
-    strip = lambda b: {k: v for k, v in b.items() if k != "cache_control"}  # noqa: E731
-    out = [strip(t) for t in body.get("tools", [])] + [{"__sep": "system"}]
-    out += [strip(b) for b in body.get("system", [])] + [{"__sep": "messages"}]
-    for m in body["messages"]:
-        out += [{"__role": m["role"]}] + [strip(b) for b in m["content"]]
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
 
-def lower_bound(bodies: list[dict[str, Any]]) -> float:
-    """Every prefix sent before is read (x0.1); only new tokens are written, at the 5-minute price (x1.25)."""
-    seen: set[str] = set()
-    bill = 0.0
-    for body in bodies:
-        h, read, total = hashlib.sha256(), 0, 0
-        hashes = []
-        for block in _flat_blocks(body):
-            h.update(json.dumps(block, sort_keys=True).encode())
-            total += 0 if ("__sep" in block or "__role" in block) else count_tokens(block)
-            key = h.hexdigest()
-            hashes.append(key)
-            if key in seen:
-                read = total
-        seen.update(hashes)
-        bill += 0.1 * read + 1.25 * (total - read)
-    return bill
-
-
-def measure(min_cacheable: int) -> dict[str, Any]:
-    ref = json.loads(REFERENCE.read_text(encoding="utf-8"))
-    runs = {
-        s: Driver(ref, s, min_cacheable).play() for s in ("agentd", "seed_cache", "nocache", "seed_design")
+def _same_requests(runs: dict[str, drive.Played]) -> None:
+    """The three caching runs sent the same requests but for cache_control: only caching differs."""
+    bodies = {
+        name: [billing.strip(e["body"]) for e in runs[name].journal]
+        for name in ("auto", "fixed_5m", "fixed_1h")
     }
-    a = runs["agentd"]
-    lb = lower_bound(a.bodies)
-    prompt = a.input + a.write_5m + a.write_1h + a.read
+    if not bodies["auto"] == bodies["fixed_5m"] == bodies["fixed_1h"]:
+        raise RuntimeError("the caching runs sent different requests: the comparison would not be fair")
+
+
+def _round(x: float, n: int = 4) -> float:
+    return round(x, n)
+
+
+def evaluate(workload: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Run and bill one workload (module docstring); returns its JSON line as a dict."""
+    model = workload["model"]
+    minimum = int(drive.MODELS[model]["min_cacheable"])
+    runs: dict[str, drive.Played] = {}
+    seconds: dict[str, float] = {}
+    for name, options in RUNS.items():
+        t0 = time.monotonic()
+        here = base / "run"  # one path for every run: the workspace path is in the system prompt
+        runs[name] = drive.run(workload, _merge(workload["settings"], options), here)
+        here.rename(base / name)
+        seconds[name] = round(time.monotonic() - t0, 1)
+    _same_requests(runs)
+    auto = runs["auto"].journal
+    output = billing.served(auto)[1]
+    splits: dict[str, Split] = {
+        name: billing.served(runs[name].journal)[0] for name in ("auto", "fixed_5m", "fixed_1h")
+    }
+    if billing.rebill(auto, "as_sent", minimum) != splits["auto"]:
+        raise RuntimeError("re-billing the auto run as sent does not reproduce the served usage")
+    for name, placement in (("nocache", "none"), ("seed_cache", "system"), ("system_last_5m", "system_last")):
+        splits[name] = billing.rebill(auto, placement, minimum)
+    splits["lower_bound"] = lower_bound([(e["clock"], billing.strip(e["body"])) for e in auto], minimum)
+    seed_journal = runs["seed_design"].journal
+    splits["seed_design"] = billing.rebill(seed_journal, "system", minimum)
+    outputs = {name: output for name in splits} | {"seed_design": billing.served(seed_journal)[1]}
+    usd = {name: billing.usd(s, outputs[name], model) for name, s in splits.items()}
+    a = splits["auto"]
+    prompt = a.uncached + a.write_5m + a.write_1h + a.read
+    agentd_story, seed_story = billing.context_story(auto), billing.context_story(seed_journal)
     return {
-        "min_cacheable_tokens": min_cacheable,
-        "cache_read_share": round(a.read / prompt, 4),
-        "bill_ratio_vs_seed_cache": round(a.bill / runs["seed_cache"].bill, 4),
-        "bill_ratio_vs_lower_bound": round(a.bill / lb, 4),
-        "bill_ratio_vs_nocache": round(a.bill / runs["nocache"].bill, 4),
-        "seed_design_bill_ratio": round(a.bill / runs["seed_design"].bill, 4),
-        "mean_context_tokens": round(statistics.fmean(a.prompt_sizes)),
-        "seed_design_mean_context_tokens": round(statistics.fmean(runs["seed_design"].prompt_sizes)),
-        "lower_bound_bill": round(lb, 1),
-        "strategies": {name: r.summary() for name, r in runs.items()},
+        "workload": workload["name"],
+        "model": model,
+        "requests": len(auto),
+        "compressions": agentd_story["compressions"],
+        "bill_ratio_vs_lower_bound": _round(usd["auto"] / usd["lower_bound"]),
+        "input_bill_ratio_vs_lower_bound": _round(a.equivalents / splits["lower_bound"].equivalents),
+        "auto_vs_best_fixed": _round(usd["auto"] / min(usd["fixed_5m"], usd["fixed_1h"])),
+        "bill_ratio_vs_seed_cache": _round(usd["auto"] / usd["seed_cache"]),
+        "bill_ratio_vs_nocache": _round(usd["auto"] / usd["nocache"]),
+        "bill_ratio_vs_system_last_5m": _round(usd["auto"] / usd["system_last_5m"]),
+        "cache_read_share": _round(a.read / prompt),
+        "bill_usd": {name: round(v, 4) for name, v in usd.items()},
+        "tokens": {name: {k: int(v) for k, v in vars(s).items()} for name, s in splits.items()},
+        "output_tokens": outputs["auto"],
+        "agentd_vs_seed_design": {"agentd": agentd_story, "seed_design": seed_story},
+        "system_tokens": _system_tokens(auto[0]["body"]),
+        "seconds": seconds,
     }
 
 
-def main() -> None:
-    result = measure(1024)
-    result["at_min_cacheable_4096"] = {k: v for k, v in measure(4096).items() if k != "strategies"}
-    sys.stdout.write(json.dumps(result, separators=(",", ":")) + "\n")
+def _system_tokens(body: dict[str, Any]) -> int:
+    from agentd.testing.emulator import count_tokens
+
+    return sum(count_tokens(b) for b in billing.strip(body).get("system") or [])
+
+
+def _target(op: str, bound: float, only: tuple[str, ...] | None) -> str:
+    return f"{op} {bound}" + (f" on {', '.join(only)}" if only else " on every workload")
+
+
+def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last line: per-workload key figures (a table in docs/benchmarks.md) and the targets, met or not."""
+    met: dict[str, bool] = {}
+    for key, (op, bound, only) in TARGETS.items():
+        for r in results:
+            if only is None or r["workload"] in only:
+                ok = r[key] <= bound if op == "<=" else r[key] >= bound
+                met[key] = met.get(key, True) and ok
+    columns = (
+        "requests", "compressions", "bill_ratio_vs_lower_bound", "input_bill_ratio_vs_lower_bound",
+        "auto_vs_best_fixed", "bill_ratio_vs_seed_cache", "bill_ratio_vs_system_last_5m", "cache_read_share",
+    )  # fmt: skip
+    table = {r["workload"]: {c: r[c] for c in columns} for r in results}
+    for r in results:
+        row, usd = table[r["workload"]], r["bill_usd"]
+        for name in ("auto", "fixed_5m", "fixed_1h", "lower_bound", "seed_cache", "nocache"):
+            row[f"usd_{name}"] = usd[name]
+        story = r["agentd_vs_seed_design"]
+        row["seed_design_usd"] = usd["seed_design"]
+        for who in ("agentd", "seed_design"):
+            row[f"{who}_context_end"] = story[who]["context_tokens_end"]
+            row[f"{who}_forgotten"] = story[who]["forgotten_tokens"]
+        row["seed_design_compressions"] = story["seed_design"]["compressions"]
+    return {
+        "module": "tests.benchmarks.cost",
+        "worst_bill_ratio_vs_lower_bound": max(r["bill_ratio_vs_lower_bound"] for r in results),
+        "worst_input_bill_ratio_vs_lower_bound": max(r["input_bill_ratio_vs_lower_bound"] for r in results),
+        "worst_auto_vs_best_fixed": max(r["auto_vs_best_fixed"] for r in results),
+        "workloads": table,
+        "targets": {k: _target(op, bound, only) for k, (op, bound, only) in TARGETS.items()},
+        "met": met,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.benchmarks.cost", description=__doc__.splitlines()[0])
+    p.add_argument("--workloads", default=",".join(SHAPES), help="comma-separated names (default: all)")
+    p.add_argument("--keep", metavar="DIR", help="keep every run's workspace, data and journal under DIR")
+    args = p.parse_args(argv)
+    names = [n for n in args.workloads.split(",") if n]
+    unknown = [n for n in names if n not in SHAPES]
+    if unknown:
+        p.error(f"unknown workload(s) {unknown}; known: {', '.join(SHAPES)}")
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="agentd-bench-cost-"))
+    results = []
+    try:
+        for name in names:
+            sys.stderr.write(f"[cost] {name} ...\n")
+            results.append(evaluate(load(name), tmp / name))
+            sys.stdout.write(json.dumps(results[-1], separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+    except (RuntimeError, OSError, TimeoutError) as exc:
+        sys.stderr.write(f"tests.benchmarks.cost: {exc}; nothing published\n")
+        return 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    sys.stdout.write(json.dumps(summary(results), separators=(",", ":")) + "\n")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
