@@ -147,22 +147,21 @@ def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
         "auto_vs_best_fixed", "bill_ratio_vs_seed_cache", "bill_ratio_vs_system_last_5m", "cache_read_share",
     )  # fmt: skip
     table = {r["workload"]: {c: r[c] for c in columns} for r in results}
+    bills = {r["workload"]: dict(r["bill_usd"]) for r in results}
+    forgetting = {}
     for r in results:
-        row, usd = table[r["workload"]], r["bill_usd"]
-        for name in ("auto", "fixed_5m", "fixed_1h", "lower_bound", "seed_cache", "nocache"):
-            row[f"usd_{name}"] = usd[name]
         story = r["agentd_vs_seed_design"]
-        row["seed_design_usd"] = usd["seed_design"]
-        for who in ("agentd", "seed_design"):
-            row[f"{who}_context_end"] = story[who]["context_tokens_end"]
-            row[f"{who}_forgotten"] = story[who]["forgotten_tokens"]
-        row["seed_design_compressions"] = story["seed_design"]["compressions"]
+        forgetting[r["workload"]] = {
+            f"{who}_{k}": v for who in ("agentd", "seed_design") for k, v in story[who].items()
+        } | {"agentd_usd": r["bill_usd"]["auto"], "seed_design_usd": r["bill_usd"]["seed_design"]}
     return {
         "module": "tests.benchmarks.cost",
         "worst_bill_ratio_vs_lower_bound": max(r["bill_ratio_vs_lower_bound"] for r in results),
         "worst_input_bill_ratio_vs_lower_bound": max(r["input_bill_ratio_vs_lower_bound"] for r in results),
         "worst_auto_vs_best_fixed": max(r["auto_vs_best_fixed"] for r in results),
         "workloads": table,
+        "bills_usd": bills,
+        "agentd_vs_seed_design": forgetting,
         "targets": {k: _target(op, bound, only) for k, (op, bound, only) in TARGETS.items()},
         "met": met,
     }
