@@ -1,7 +1,7 @@
 """H18: the workspace root is pinned when the session opens. Replacing the root folder by a symbolic link
 to `/` between two tool calls (what one approved `cd .. && git checkout …` did in a monorepo subfolder)
 gives 0 escapes for every file tool, `read_file` and `list_dir` included, which never ask: each call is
-refused with a clear text, and nothing outside is read or written."""
+refused with a clear text, and nothing outside is read or written (`grep` and `glob` too)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,8 @@ def _attempts(victim: Path, stamp: str) -> list[tuple[str, dict[str, Any]]]:
         ("read_file", {"path": rel_victim}),
         ("list_dir", {"path": "."}),
         ("list_dir", {"path": "etc", "depth": 2}),
+        ("grep", {"pattern": "root:", "path": "etc"}),
+        ("glob", {"pattern": "**/passwd"}),
         ("write_file", {"path": f"tmp/agentd-h18-{stamp}.txt", "content": "escaped\n"}),
         ("write_file", {"path": rel_victim, "content": "escaped\n"}),
         ("edit_file", {"path": rel_victim, "old_string": "victim", "new_string": "escaped"}),
@@ -95,7 +97,7 @@ async def test_a_root_swapped_for_a_link_to_slash_mid_session_gives_zero_escapes
     assert _sha(victim) == before
     assert not Path(f"/tmp/agentd-h18-{stamp}.txt").exists()
     assert not Path(f"/tmp/agentd-h18-{stamp}-cmd.txt").exists()
-    assert "root:" not in json.dumps(h.requests[3])  # no line of /etc/passwd reached the model
+    assert "x:0:0:" not in json.dumps(h.requests[3])  # no line of /etc/passwd reached the model
     audit = (data_dir / "sessions" / h.session.id / "audit.jsonl").read_text().splitlines()
     assert [json.loads(x)["outcome"] for x in audit[1:]] == ["refused_outside_workspace"] * len(attempts)
     assert [emu_validate(r) for r in h.requests] == [None] * 4
@@ -169,7 +171,8 @@ async def test_a_swap_right_after_the_last_check_still_opens_inside(
         "etc/",  # the pinned directory, not `/`
         "(empty directory)",
     ]
-    assert "root:" not in "".join(o.content for o in outs)
+    assert [o.is_error for o in outs[4:6]] == [False, False]  # grep, glob: searched the pinned directory
+    assert "x:0:0:" not in "".join(o.content for o in outs)
     assert _sha(victim) == before and not Path(f"/tmp/agentd-h18-{stamp}.txt").exists()
     written = sorted(str(p.relative_to(ws)) for p in ws.rglob("*") if p.is_file())
     assert written == sorted([f"tmp/agentd-h18-{stamp}.txt", str(victim).lstrip("/")])  # inside, as pinned
