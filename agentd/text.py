@@ -1,17 +1,16 @@
 """Text safety: what agentd shows a person (`visible`) and what it may store or send (valid Unicode, JSON
-of a bounded depth). LEAF: imports only the standard library.
+of a bounded depth). LEAF: imports only the standard library and `agentd.protocol.display`.
 
 Owns three rules (issue 9, H19 and H20):
 
-- `visible(text)`: the one escaping rule of every approval text and operator line (the terminal approver,
-  the LSP `requestPermission` params and `showMessageRequest` fallback, tool titles, `[Tool]` lines). A
-  character that could make a command or a path look like another is shown as an escape instead of
-  itself: C0/C1 control characters and DEL (`\\x1b`), Unicode bidi controls (`\\u202e`, Trojan Source,
+- `visible(text)`: the one escaping function of every approval text and operator line (the terminal
+  approver, the LSP `requestPermission` params and `showMessageRequest` fallback, tool titles, `[Tool]`
+  lines). A character that could make a command or a path look like another is shown as an escape instead
+  of itself: C0/C1 control characters and DEL (`\\x1b`), Unicode bidi controls (`\\u202e`, Trojan Source,
   CVE-2021-42574), zero-width and other invisible or default-ignorable characters (`\\u200b`, `\\ufeff`,
-  `\\U000e0041`), line/paragraph separators, and every space other than U+0020 (`\\xa0`). Tabs and
-  newlines stay (`one_line=True` escapes newlines too). Escapes are printable ASCII, so `visible` is
-  idempotent. The editor clients implement the same set (editor-clients/*/approval*), tested against
-  `ESCAPED_SAMPLE`.
+  `\\U000e0041`), line/paragraph separators, and every space other than U+0020 (`\\xa0`): the table of
+  `agentd.protocol.display`, which the editor clients get too. Tabs and newlines stay (`one_line=True`
+  escapes newlines too). Escapes are printable ASCII, so `visible` is idempotent.
 - Lone surrogates (`"\\udcff"`: what Python makes of undecodable bytes or of a JSON `\\udcff` escape) are not
   Unicode text: UTF-8 cannot encode them, so a session log, an audit record or an API request holding one
   fails. `surrogate_problems()` names where they are; `scrub_surrogates()` replaces each with U+FFFD.
@@ -22,31 +21,17 @@ Owns three rules (issue 9, H19 and H20):
 
 from __future__ import annotations
 
-import functools
+import bisect
 import re
-import unicodedata
 from typing import Any
+
+from agentd.protocol.display import ESCAPED_RANGES
 
 REPLACEMENT = "\ufffd"
 MAX_JSON_DEPTH = 64
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-# Default-ignorable code points (Unicode DerivedCoreProperties) that are not in the categories Cc, Cf,
-# Zs, Zl, Zp, Cs (those are escaped by category), plus U+2800, a blank braille pattern used as an
-# invisible letter.
-_INVISIBLE_RANGES = (
-    (0x034F, 0x034F),
-    (0x115F, 0x1160),
-    (0x17B4, 0x17B5),
-    (0x180B, 0x180F),
-    (0x2800, 0x2800),
-    (0x3164, 0x3164),
-    (0xFE00, 0xFE0F),
-    (0xFFA0, 0xFFA0),
-    (0xFFF0, 0xFFF8),
-    (0xE0000, 0xE0FFF),
-)
-_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Zs"})
+_STARTS = [lo for lo, _ in ESCAPED_RANGES]
 
 # One of each kind that must be escaped (the editor clients' tests use the same list).
 ESCAPED_SAMPLE = (
@@ -55,26 +40,21 @@ ESCAPED_SAMPLE = (
 )
 
 
-@functools.lru_cache(maxsize=4096)
-def _needs_escape(ch: str) -> bool:
-    if ch == " ":
-        return False
-    cp = ord(ch)
-    if unicodedata.category(ch) in _ESCAPED_CATEGORIES:
-        return True
-    return any(lo <= cp <= hi for lo, hi in _INVISIBLE_RANGES)
+def escaped(cp: int) -> bool:
+    """Is code point `cp` shown as an escape (`agentd.protocol.display.ESCAPED_RANGES`)?"""
+    i = bisect.bisect_right(_STARTS, cp) - 1
+    return i >= 0 and cp <= ESCAPED_RANGES[i][1]
 
 
-_NAMED = {"\n": "\\n", "\r": "\\r"}
-_ASCII = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
+_ASCII = {c: f"\\x{c:02x}" for c in range(0x80) if escaped(c)}
 _ASCII_TABLE = {**_ASCII, 0x0D: "\\r"}
 _ASCII_ONE_LINE = {**_ASCII_TABLE, 0x0A: "\\n"}
 
 
 def _escape(ch: str) -> str:
     cp = ord(ch)
-    if ch in _NAMED:
-        return _NAMED[ch]
+    if ch == "\r":
+        return "\\r"
     if cp < 0x100:
         return f"\\x{cp:02x}"
     if cp < 0x10000:
@@ -83,13 +63,18 @@ def _escape(ch: str) -> str:
 
 
 def visible(text: str, *, one_line: bool = False) -> str:
-    """`text` safe to show a person (see the module docstring): every character that is not what it looks
-    like becomes `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`. Tabs stay; newlines stay unless `one_line`; a CR is
-    always escaped (it would rewrite the line on a terminal: `rm -rf ~ #\\r$ ls`)."""
+    """`text` safe to show a person (see the module docstring): every character of `ESCAPED_RANGES` becomes
+    `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN` (a CR `\\r`: it would rewrite the line on a terminal,
+    `rm -rf ~ #\\r$ ls`). Tabs stay; newlines stay unless `one_line` (then `\\n`)."""
     if text.isascii():
         return text.translate(_ASCII_ONE_LINE if one_line else _ASCII_TABLE)
-    keep = "\t" if one_line else "\t\n"
-    return "".join(_escape(ch) if ch not in keep and (ch == "\r" or _needs_escape(ch)) else ch for ch in text)
+    out = []
+    for ch in text:
+        if ch == "\n":
+            out.append("\\n" if one_line else ch)
+        else:
+            out.append(_escape(ch) if escaped(ord(ch)) else ch)
+    return "".join(out)
 
 
 # ---- lone surrogates ---------------------------------------------------------------------------------

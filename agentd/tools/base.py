@@ -11,6 +11,7 @@ validates first and answers the model with an `is_error` result naming each bad 
 from __future__ import annotations
 
 import abc
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -153,7 +154,23 @@ class Tool(abc.ABC):
     `name`: exact tool name (permission rules match it, CONTRACTS.md §5); `effect`: read/write/exec;
     `kind`: the ACP tool kind; `Input`: the strict pydantic input model whose `Field(description=...)`
     texts the model reads; `description` / `terse_description`: model-facing texts.
+
+    Every subclass's `title()` is display text: its result passes through `visible(one_line=True)` (the
+    base class wraps it, H20), so a path or command with bidi controls or invisible characters cannot make
+    a title in an approval, the editor or a `[Tool]` line look like another.
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("title")
+        if own is not None and not getattr(own, "_visible", False):
+
+            @functools.wraps(own)
+            def title(self: Tool, args: Any) -> str:
+                return visible(own(self, args), one_line=True)
+
+            title._visible = True  # type: ignore[attr-defined]
+            cls.title = title  # type: ignore[method-assign]
 
     name: ClassVar[str]
     description: ClassVar[str]

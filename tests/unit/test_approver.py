@@ -107,6 +107,19 @@ def test_prompt_shows_command_and_cwd() -> None:
     )
 
 
+def test_the_terminal_prompt_escapes_bidi_controls_and_invisible_characters() -> None:
+    """H20: on the terminal, a command and a diff show `\\u202e`, `\\u200b`, `\\xa0` instead of the
+    characters that would make them look like something else; the cwd too."""
+    cmd = Preview(summary="Run", command="ls\u202e -la\u200b;\xa0rm x", cwd="/p/w\u2066s")
+    assert render_prompt(request(cmd)) == (
+        "[agentd] Approve run_command\n$ ls\\u202e -la\\u200b;\\xa0rm x\n(cwd /p/w\\u2066s)\n"
+        "Allow? [o]nce / [a]lways / [d]eny: "
+    )
+    diff = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-ok = 1\n+ok = 0  # \u202e1 = ko\ufeff"
+    text = render_prompt(request(Preview(summary="Edit x.py", path="x.py", diff=diff), "edit_file"))
+    assert "+ok = 0  # \\u202e1 = ko\\ufeff\n" in text and text.isascii()
+
+
 def test_prompt_shows_the_first_200_diff_lines() -> None:
     diff = "\n".join(f"+line {i}" for i in range(250))
     text = render_prompt(request(Preview(summary="Write a.txt", path="a.txt", diff=diff), "write_file"))

@@ -4,10 +4,12 @@ envelope scan of a request too deep to decode (H19, agentd/adapters/lsp/transpor
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pytest
 
 from agentd.adapters.lsp.transport import envelope_of
+from agentd.protocol.display import ESCAPED_RANGES
 from agentd.text import (
     ESCAPED_SAMPLE,
     deeper_than,
@@ -82,3 +84,28 @@ def test_envelope_of_a_request_too_deep_to_decode() -> None:
     assert envelope_of(body + '},"method":"a\\"b", "id" : "s\\u00e9"}') == {"method": 'a"b', "id": "sé"}
     assert envelope_of("[" * 100_000 + "]" * 100_000) == {}
     assert envelope_of('{"id":[1],"method":{}}') == {}
+
+
+IGNORABLE_OUTSIDE_CATEGORIES = [
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2800, 0x2800),
+    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0FFF),
+]  # fmt: skip
+
+
+def test_the_escaped_table_is_the_unicode_categories_and_ignorables() -> None:
+    """H20: `ESCAPED_RANGES` (which the editor clients get too) is exactly Cc but tab and newline, Cf, Cs,
+    Zl, Zp, Zs but U+0020, plus the default-ignorables outside those categories (Unicode 14.0)."""
+    if unicodedata.unidata_version != "14.0.0":
+        pytest.skip(f"the table is Unicode 14.0 (Python 3.11); this Python has {unicodedata.unidata_version}")
+    want: list[tuple[int, int]] = []
+    # planes 4-13 are unassigned and 15-16 private use in Unicode 14.0: nothing there is escaped
+    for cp in (*range(0x40000), *range(0xE0000, 0xF0000)):
+        hit = cp not in (0x09, 0x0A, 0x20) and (
+            unicodedata.category(chr(cp)) in ("Cc", "Cf", "Cs", "Zl", "Zp", "Zs")
+            or any(lo <= cp <= hi for lo, hi in IGNORABLE_OUTSIDE_CATEGORIES)
+        )
+        if hit and want and want[-1][1] == cp - 1:
+            want[-1] = (want[-1][0], cp)
+        elif hit:
+            want.append((cp, cp))
+    assert tuple(want) == ESCAPED_RANGES

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentd.log import stderr_line
 from agentd.protocol.approvals import permission_options
+from agentd.text import visible
 
 if TYPE_CHECKING:
     from agentd.adapters.lsp.host import Connection
@@ -207,12 +208,14 @@ class SessionBridge:
             conn.outstanding.pop(msg_id, None)
 
     def permission_params(self, req: ApprovalRequest) -> dict[str, Any]:
-        """The params of `agentd/session/requestPermission` (PROTOCOL.md §6.10)."""
+        """The params of `agentd/session/requestPermission` (PROTOCOL.md §6.10). The texts meant to be read
+        (title, command line, description) are escaped with `visible` (H20); `rawInput` and the diff stay
+        exact for the client, which escapes what it shows of them."""
         s = self.session
         assert s is not None
         tool = s.p.registry.get(req.tool_name)
         p = req.preview
-        call: dict[str, Any] = {"toolCallId": req.tool_use_id, "title": req.title,
+        call: dict[str, Any] = {"toolCallId": req.tool_use_id, "title": shown(req.title),
                                 "kind": tool.kind if tool else "other", "status": "pending",
                                 "rawInput": req.raw_input}  # fmt: skip
         cwd = str(s.p.cwd)
@@ -220,7 +223,7 @@ class SessionBridge:
             call["content"] = [
                 {
                     "type": "content",
-                    "content": {"type": "text", "text": f"$ {p.command}\n(cwd {p.cwd or cwd})"},
+                    "content": {"type": "text", "text": f"$ {shown(p.command)}\n(cwd {shown(p.cwd or cwd)})"},
                 }
             ]
             description = f"Run a shell command in {cwd}"
@@ -238,7 +241,7 @@ class SessionBridge:
         expires = (now + timedelta(seconds=req.timeout_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
         return {
             "sessionId": s.id, "toolCall": call, "options": permission_options(req.tool_name),
-            "_meta": {"agentd": {"title": req.title, "description": description,
+            "_meta": {"agentd": {"title": shown(req.title), "description": shown(description),
                                  "subject": {"type": "tool_call", "toolCallId": req.tool_use_id},
                                  "timeoutS": req.timeout_s, "expiresAt": expires}},
         }  # fmt: skip
@@ -266,7 +269,7 @@ class SessionBridge:
                    "input: " + json.dumps(req.raw_input, ensure_ascii=False)]  # fmt: skip
         if p.diff:
             details.extend(p.diff.splitlines()[:DIFF_MAX_LINES])
-        conn.log_message("\n".join(details), 3)
+        conn.log_message(visible("\n".join(details)), 3)  # what the user reads is escaped (H20)
         if p.command is not None:
             message = (
                 f"agentd ({ws}): {req.tool_name} wants to run `{p.command}` in {p.cwd or s.p.cwd}. Allow?"
@@ -277,6 +280,7 @@ class SessionBridge:
                     else f"wants to edit {p.path} (+{added} -{removed} lines)" if req.tool_name == "edit_file"
                     else f"wants to run: {req.title}")  # fmt: skip
             message = f"agentd ({ws}): {req.tool_name} {what}. Details are in the agentd log. Allow?"
+        message = shown(message)
         actions = [
             {"title": t, **({"optionId": o} if conn.caps.action_item_props else {})}
             for t, o in FALLBACK_ACTIONS
@@ -291,6 +295,11 @@ class SessionBridge:
             log.info("showMessageRequest for %s answered with an error: %s", req.tool_use_id, exc)
             return ApprovalOutcome(option="reject_once")
         return _fallback_outcome(answer)
+
+
+def shown(text: str) -> str:
+    """One line of display text with bidi controls and invisible characters escaped (H20)."""
+    return visible(text, one_line=True)
 
 
 def _outcome_of(result: Any) -> ApprovalOutcome:

@@ -11,6 +11,7 @@ import { DiffStore } from "./diffs";
 import { e2eLog } from "./e2eLog";
 import type { RequestPermissionParams, RequestPermissionResponse } from "./protocol";
 import { agentdMeta, diffStats, isDiff, isWrapped } from "./updates";
+import { visible } from "./visible";
 
 interface Button extends vscode.MessageItem {
   kind: "allow_once" | "allow_always" | "reject_once";
@@ -24,7 +25,7 @@ const BUTTONS: Button[] = [
   { title: "Deny", kind: "reject_once", isCloseAffordance: true },
 ];
 
-/** The question and the details of the modal. */
+/** The question and the details of the modal, with bidi controls and invisible characters escaped (H20). */
 export function describe(params: RequestPermissionParams): { message: string; detail: string } {
   const call = params.toolCall;
   const meta = agentdMeta(params);
@@ -48,7 +49,7 @@ export function describe(params: RequestPermissionParams): { message: string; de
   // Titles quote commands in backticks (PROTOCOL.md §7.3); a dialog shows no markdown, so use quotes.
   const plain = title.replace(/`([^`]*)`/g, "“$1”");
   const verb = plain.charAt(0).toLowerCase() + plain.slice(1);
-  return { message: `Allow agentd to ${verb}?`, detail: lines.join("\n\n") };
+  return { message: visible(`Allow agentd to ${verb}?`, true), detail: visible(lines.join("\n\n")) };
 }
 
 function optionFor(params: RequestPermissionParams, kind: string): string {

@@ -6,6 +6,7 @@
 
 import * as path from "path";
 import * as vscode from "vscode";
+import { visible } from "./visible";
 
 export const SCHEME = "agentd-diff";
 
@@ -31,7 +32,8 @@ export class DiffStore implements vscode.TextDocumentContentProvider {
     const after = vscode.Uri.from({ scheme: SCHEME, path: `/${id}/after/${name}` });
     this.texts.set(before.toString(), oldText ?? "");
     this.texts.set(after.toString(), newText);
-    const title = `${name} (${oldText == null || oldText === "" ? "new file" : "current"} ↔ proposed by agentd)`;
+    const state = oldText == null || oldText === "" ? "new file" : "current";
+    const title = `${visible(name, true)} (${state} ↔ proposed by agentd)`;
     const pair = { before, after, title };
     this.pairs.set(toolCallId, pair);
     return pair;

@@ -6,6 +6,7 @@
 local M = {}
 
 local api = vim.api
+local visible = require('agentd.visible').visible
 
 --- Queue of approvals waiting for the UI; `current` is the one on screen.
 local queue = {}
@@ -39,7 +40,8 @@ local function stat(content)
   return any and (' (+%d -%d lines)'):format(add, del) or ''
 end
 
---- The lines shown before the question: title, description, then the diff or the command.
+--- The lines shown before the question: title, description, then the diff or the command, each line
+--- with bidi controls and invisible characters escaped (issue 9 H20).
 function M.details(params)
   local tc = params.toolCall or {}
   local meta = params._meta and params._meta.agentd or {}
@@ -61,6 +63,9 @@ function M.details(params)
   if not shown and tc.rawInput ~= nil then
     vim.list_extend(lines, vim.split(vim.inspect(tc.rawInput), '\n', { plain = true }))
   end
+  for i, line in ipairs(lines) do
+    lines[i] = visible(line, true)
+  end
   return lines
 end
 
@@ -80,7 +85,7 @@ function M.prompt_text(params)
       end
     end
   end
-  return ('agentd: %s%s. Allow?'):format(what, stat(tc.content))
+  return visible(('agentd: %s%s. Allow?'):format(what, stat(tc.content)), true)
 end
 
 local function show_details(item)
@@ -218,7 +223,7 @@ function M.handle(_, params, ctx)
   local s = client.session(params.sessionId, ctx.client_id, root)
   local tc = params.toolCall or {}
   s.state = 'awaiting_permission'
-  s.status = 'Waiting for approval: ' .. (tc.title or '?')
+  s.status = 'Waiting for approval: ' .. visible(tc.title or '?', true)
   require('agentd.chat').awaiting(s, tc.toolCallId, true)
   client.render(s)
   client.event('AgentdApproval', { sessionId = s.id, toolCallId = tc.toolCallId })
