@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="server mode: replay, check and lock this session, then announce it to the editor",
     )
     _add_globals(p, 0)
-    sub = p.add_subparsers(dest="command", metavar="{run,demo,sessions,audit}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{run,demo,sessions,audit,doctor}", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run one turn of the agent in the terminal")
     run.add_argument("--workspace", metavar="DIR", help="the project folder (default: .)")
@@ -110,7 +111,30 @@ def build_parser() -> argparse.ArgumentParser:
     for leaf in (ls, show, export, rm):
         _add_globals(leaf, 2)
     _add_audit_parser(sub)
+    _add_doctor_parser(sub)
     return p
+
+
+def _add_doctor_parser(sub: Any) -> None:
+    """`agentd doctor [--workspace DIR] [--json]` (PROTOCOL.md §3.1; issue 12)."""
+    doctor = sub.add_parser("doctor", help="does the sandbox work here; which protections are missing")
+    doctor.add_argument("--workspace", metavar="DIR", help="also read this project's .agentd/config.toml")
+    doctor.add_argument("--json", action="store_true", help="the report as JSON (for editors)")
+    _add_globals(doctor, 1)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    """Print the report of agentd.doctor (text, or JSON with `--json`); its exit code."""
+    from agentd.doctor import render, report
+    from agentd.persistence.paths import resolve_data_dir
+
+    try:
+        data: Path | str = resolve_data_dir(args.data_dir, write=False)
+    except ConfigError as exc:  # reported with the other facts, not instead of them
+        data = exc.message
+    rep = report(_workspace(args.workspace) if args.workspace else None, data)
+    sys.stdout.write(json.dumps(rep, indent=2) + "\n" if args.json else render(rep))
+    return int(rep["exitCode"])
 
 
 def _add_audit_parser(sub: Any) -> None:
@@ -176,6 +200,9 @@ def _main(argv: list[str] | None) -> int:
         from agentd.log import setup_logging
 
         setup_logging(args.verbose, args.log_file)
+        from agentd.sandbox.process import harden_process
+
+        harden_process()  # commands run without a sandbox cannot read our /proc/<pid>/environ (issue 12)
         return _dispatch(args)
     except AgentdError as err:
         console.line(f"agentd: {err.message}")
@@ -212,6 +239,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return sessions_command(args, data_dir(args.data_dir, write=args.sessions_command == "rm"))
     if args.command == "audit":
         return _audit(args)
+    if args.command == "doctor":
+        return _doctor(args)
     return _serve(args)
 
 

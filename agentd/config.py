@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agentd.errors import ConfigError
 
@@ -67,8 +67,25 @@ class RuleSetting(_Section):
 
 class PermissionSettings(_Section):
     rules: list[RuleSetting] = Field(default_factory=list)
-    default_mode: Literal["default", "acceptEdits", "readOnly"] = Field("default", alias="defaultMode")
+    default_mode: Literal["default", "acceptEdits", "readOnly", "auto"] = Field(
+        "default", alias="defaultMode"
+    )
     approval_timeout_s: int = Field(120, gt=0, alias="approvalTimeoutS")
+
+
+class SandboxSettings(_Section):
+    """`[sandbox]` (issue 12; docs/security.md). `sandbox = "required"` is short for `[sandbox] mode = ...`."""
+
+    mode: Literal["auto", "required", "off"] = "auto"
+    network: bool = False
+    writable: list[str] = Field(default_factory=list)
+    hide: list[str] = Field(default_factory=list)
+    pass_env: list[str] = Field(default_factory=list, alias="passEnv")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"mode": data} if isinstance(data, str) else data
 
 
 class OpenAISettings(_Section):
@@ -95,6 +112,7 @@ class Settings(_Section):
     tools: ToolSettings = Field(default_factory=ToolSettings)  # type: ignore[arg-type]
     store: StoreSettings = Field(default_factory=StoreSettings)  # type: ignore[arg-type]
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)  # type: ignore[arg-type]
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # type: ignore[arg-type]
     openai: OpenAISettings = Field(default_factory=OpenAISettings)  # type: ignore[arg-type]
     auth_token: str | None = Field(None, alias="authToken")
 
@@ -183,14 +201,20 @@ def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -
                 f"{path}: '{_spelled(raw, key, Settings)}' ignored: {why}, so it may not choose the provider, "
                 f"its URL or the variable holding its API key; {instead}"
             )
+    if isinstance(data.get("sandbox"), dict):
+        data["sandbox"] = _restrict_sandbox(
+            data["sandbox"], warnings, f"{path}: sandbox", f"{why}; {instead}"
+        )
     if not isinstance(data.get("permissions"), dict):
         return data
     perms = dict(data["permissions"])
-    if perms.get("default_mode") == "acceptEdits":
+    mode = perms.get("default_mode")
+    if mode in ("acceptEdits", "auto"):
         perms.pop("default_mode")
         warnings.append(
             f"{path}: permissions.{_spelled(raw.get('permissions'), 'default_mode', PermissionSettings)} = "
-            f"'acceptEdits' ignored: {why}, so it may not turn on automatic approval of edits; {instead}"
+            f"{mode!r} ignored: {why}, so it may not turn on automatic approval of "
+            f"{'edits' if mode == 'acceptEdits' else 'edits and commands'}; {instead}"
         )
     rules = perms.get("rules")
     if isinstance(rules, list):
@@ -206,6 +230,22 @@ def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -
         perms["rules"] = kept
     data["permissions"] = perms  # also when emptied: the original section must not survive
     return data
+
+
+def _restrict_sandbox(section: dict[str, Any], warnings: list[str], where: str, why: str) -> dict[str, Any]:
+    """A workspace may require the sandbox and hide more paths; it may not turn it off, open the network,
+    add writable paths or pass variables (issue 12 §5: tighten, never loosen)."""
+    out = dict(section)
+    if "mode" in out and out["mode"] != "required":
+        warnings.append(
+            f"{where}.mode = {out.pop('mode')!r} ignored: only 'required' may be set here ({why})"
+        )
+    for key, what in (("network", "open the network"), ("writable", "add writable paths"),
+                      ("pass_env", "pass environment variables")):  # fmt: skip
+        if key in out and out[key] not in (False, [], None):
+            out.pop(key)
+            warnings.append(f"{where}.{key} ignored: a workspace may not {what} to commands ({why})")
+    return out
 
 
 def _spelled(raw: Any, name: str, model: type[BaseModel]) -> str:
@@ -230,6 +270,8 @@ def _to_snake(data: dict[str, Any]) -> dict[str, Any]:
                 out[name] = v
         return out
 
+    if isinstance(data.get("sandbox"), str):  # `sandbox = "required"` is `[sandbox] mode = "required"`
+        data = {**data, "sandbox": {"mode": data["sandbox"]}}
     return conv(Settings, data)
 
 
@@ -392,11 +434,16 @@ def load_settings(
         _validate_file(ws, ws_path)
         _rule_warnings(_to_snake(raw_ws), str(ws_path), warns)  # indexes as in the file
         user_rules = (merged.get("permissions") or {}).get("rules")
+        user_sandbox = merged.get("sandbox") if isinstance(merged.get("sandbox"), dict) else None
         merged = _merge(merged, ws)
         ws_rules = (ws.get("permissions") or {}).get("rules")
         if isinstance(user_rules, list) and isinstance(ws_rules, list):
             # a workspace may add deny/ask rules, never drop the user's own (deny wins whatever the order)
             merged["permissions"] = {**merged["permissions"], "rules": [*user_rules, *ws_rules]}
+        user_hide = (user_sandbox or {}).get("hide")
+        ws_hide = (ws.get("sandbox") or {}).get("hide") if isinstance(ws.get("sandbox"), dict) else None
+        if isinstance(user_hide, list) and isinstance(ws_hide, list):  # hiding adds up, like rules
+            merged["sandbox"] = {**merged["sandbox"], "hide": [*user_hide, *ws_hide]}
     if editor_options:
         opts, opt_warnings = lenient_options(editor_options)
         warns.extend(opt_warnings)

@@ -90,7 +90,7 @@ def _guarded_connect(self: socket.socket, address: object) -> object:
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 
-pytest_plugins = ["tests.emulator_fixtures"]
+pytest_plugins = ["tests.emulator_fixtures", "tests.sandbox_fixtures"]
 
 
 def _tier_of(path: Path) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentd.audit import AuditLog
 from agentd.clock import Clock, default_clock
-from agentd.config import Settings
+from agentd.config import Settings, user_config_path
 from agentd.core.context import Context
 from agentd.core.hooks import Hooks
 from agentd.core.prompts import system_blocks
@@ -23,30 +23,35 @@ from agentd.core.todos import TodoTracker
 from agentd.log import LineWriter, stderr_line
 from agentd.permissions.approver import Approver
 from agentd.permissions.gate import Gate, Grants
+from agentd.permissions.protected import ProtectedPaths
 from agentd.permissions.rules import Rule
 from agentd.persistence.paths import DataDir, new_session_id
 from agentd.persistence.store import SessionStore
 from agentd.providers.base import Provider
 from agentd.providers.models import context_window
+from agentd.sandbox import Launcher, launcher_for, say_missing_once
+from agentd.sandbox.env import child_env, key_vars
 from agentd.tools.base import ToolContext
 from agentd.tools.registry import ToolRegistry, default_tools
 from agentd.tools.todo import TodoWrite
 
-SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
-
-
-def child_env(settings: Settings) -> dict[str, str]:
-    """The environment for `run_command`: ours minus provider keys and the configured key variable."""
-    drop = set(SECRET_ENV)
-    if settings.api_key_env:
-        drop.add(settings.api_key_env)
-    return {k: v for k, v in os.environ.items() if k not in drop}
-
 
 def secrets_of(settings: Settings) -> list[str]:
     """Secret values to redact from the audit log (the API keys in the environment)."""
-    names = set(SECRET_ENV) | ({settings.api_key_env} if settings.api_key_env else set())
-    return [v for n in names if (v := os.environ.get(n)) and len(v) >= 8]
+    return [v for n in key_vars(settings.api_key_env) if (v := os.environ.get(n)) and len(v) >= 8]
+
+
+def protected_paths(settings: Settings, data_dir: DataDir) -> ProtectedPaths:
+    """The user's protected paths (agentd.permissions.protected): home, config dir, data dir, `sandbox.hide`."""
+    return ProtectedPaths.of(
+        Path.home(), user_config_path().parent, data_dir.root, extra_hidden=settings.sandbox.hide
+    )
+
+
+def launcher(settings: Settings, root: Path, protected: ProtectedPaths) -> Launcher:
+    """The session's launcher for `run_command` (issue 12): `sandbox.*` over the workspace `root`."""
+    box = settings.sandbox
+    return launcher_for(box.mode, [root], protected, network=box.network, writable=box.writable)
 
 
 def _parts(
@@ -89,9 +94,11 @@ def _parts(
         read_max_bytes=settings.tools.read_max_bytes,
         output_max_bytes=settings.tools.output_max_bytes,
         run_timeout_s=settings.tools.run_timeout_s,
-        env=child_env(settings),
-        state={"todos": todos, "api_key_env": settings.api_key_env},
+        env=child_env(os.environ, settings.api_key_env, settings.sandbox.pass_env),
+        state={"todos": todos, "api_key_env": settings.api_key_env, "pass_env": settings.sandbox.pass_env},
+        launcher=launcher(settings, root, protected_paths(settings, data_dir)),
     )
+    say_missing_once(tool_ctx.launcher, lines)
     return SessionParts(
         session_id=session_id,
         cwd=root,

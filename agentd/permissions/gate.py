@@ -40,7 +40,7 @@ DecisionValue = Literal["allow", "deny"]
 DecidedBy = Literal[
     "rule", "grant", "mode", "user", "timeout", "hook", "cancel", "invalid_input", "unknown_tool"
 ]
-Mode = Literal["default", "acceptEdits", "readOnly"]
+Mode = Literal["default", "acceptEdits", "readOnly", "auto"]
 GrantKind = Literal["allow_always", "reject_always"]
 
 READ_ONLY_DENIED = frozenset({"write_file", "edit_file", "run_command"})  # step 4
@@ -225,8 +225,8 @@ class Gate:
             return Decision(decision="deny", decided_by="mode", rule="readOnly", detail="readOnly")
         if tool_name in self.grants.allow_always:  # 5
             return Decision(decision="allow", decided_by="grant", rule="allow_always", detail="allow_always")
-        if self.mode == "acceptEdits" and tool_name in ACCEPT_EDITS_ALLOWED:  # 6
-            return Decision(decision="allow", decided_by="mode", rule="acceptEdits", detail="acceptEdits")
+        if self._mode_allows(tool_name, preview):  # 6
+            return Decision(decision="allow", decided_by="mode", rule=self.mode, detail=self.mode)
         action, label = self._rule_action(configured, tool_name)  # 7, 8
         if action == "allow":
             return Decision(decision="allow", decided_by="rule", rule=label, detail=label or "allow")
@@ -240,6 +240,13 @@ class Gate:
                 detail=verdict.reason or "allowed",
             )
         return await self._ask(tool_name, args, preview, tool_use_id, title, label)
+
+    def _mode_allows(self, tool_name: str, preview: Preview) -> bool:
+        """Step 6: `acceptEdits` allows edits; `auto` also allows a command that runs in the sandbox and
+        asks for nothing beyond it (no network, not outside), as Codex's workspace-write mode."""
+        if self.mode in ("acceptEdits", "auto") and tool_name in ACCEPT_EDITS_ALLOWED:
+            return True
+        return self.mode == "auto" and preview.sandboxed and preview.escalation is None
 
     def _rule_action(self, configured: Rule | None, tool_name: str) -> tuple[Action, str | None]:
         if configured is not None:

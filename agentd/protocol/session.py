@@ -107,7 +107,7 @@ class SetModeParams(WireModel):
 
 # ---- results -----------------------------------------------------------------------------------------
 
-ModeId = Literal["default", "acceptEdits", "readOnly"]
+ModeId = Literal["default", "acceptEdits", "readOnly", "auto"]
 MODES: tuple[tuple[str, str, str], ...] = (
     ("default", "Ask", "Follow the permission rules; ask when a rule says ask."),
     (
@@ -116,6 +116,12 @@ MODES: tuple[tuple[str, str, str], ...] = (
         "Also allow write_file and edit_file inside the workspace without asking.",
     ),
     ("readOnly", "Read only", "Reject every write and command without asking."),
+    (
+        "auto",
+        "Auto (sandbox)",
+        "Allow edits inside the workspace and commands that run in the sandbox without asking; "
+        "network use, running outside the sandbox and protected paths still ask.",
+    ),
 )
 MODE_IDS = frozenset(m[0] for m in MODES)
 
@@ -203,6 +209,17 @@ class Cost(WireModel):
     currency: str
 
 
+class SandboxState(WireModel):
+    """What protects the session's commands (issue 12; `agentd doctor`): the `sandbox` mode, whether the
+    sandbox is active, its backend and label, and the names of the missing protections."""
+
+    mode: str
+    active: bool
+    backend: str | None = None
+    label: str
+    missing: list[str]
+
+
 class SessionStatus(WireModel):
     session_id: str
     cwd: str
@@ -215,6 +232,7 @@ class SessionStatus(WireModel):
     cost_estimate: Cost | None = None
     turns: int
     updated_at: str | None = None
+    sandbox: SandboxState | None = None
 
 
 class CompactResult(WireModel):

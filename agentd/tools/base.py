@@ -90,6 +90,8 @@ class ToolContext:
     `read_max_bytes`, `output_max_bytes` in bytes; `run_timeout_s` in seconds (PROTOCOL.md §4.3 `tools.*`).
     `env`: the child environment for `run_command` (provider API keys already removed by the factory).
     `state`: session-owned objects a tool may need (e.g. `"todos"`: the TodoTracker).
+    `launcher`: the session's `agentd.sandbox.Launcher` for processes the model starts (None: no sandbox,
+    the process-lifetime helper only).
     """
 
     root: Path
@@ -102,6 +104,7 @@ class ToolContext:
     documents: DocumentOverlay | None = None
     editor: EditorBridge | None = None
     state: dict[str, Any] = field(default_factory=dict)
+    launcher: Any = None
 
     def __post_init__(self) -> None:
         if not self.roots:
@@ -137,7 +140,9 @@ class ToolOutput:
 @dataclass
 class Preview:
     """What an approval request shows (CONTRACTS.md §5): the path and a unified diff for writes, the
-    command line and cwd for commands. `summary` is one line of text."""
+    command line and cwd for commands. `summary` is one line of text. For a command, `sandboxed`: it would
+    run inside the sandbox; `escalation`: what it asks beyond the sandbox (`network`, `outside the
+    sandbox`), which the `auto` mode never grants without asking (issue 12)."""
 
     summary: str
     path: str | None = None
@@ -146,6 +151,8 @@ class Preview:
     new_text: str | None = None
     command: str | None = None
     cwd: str | None = None
+    sandboxed: bool = False
+    escalation: str | None = None
 
 
 class Tool(abc.ABC):

@@ -1,30 +1,33 @@
-"""`run_command`: a shell command in the workspace (CONTRACTS.md §5, TESTING.md §4.5 and §4.6).
+"""`run_command`: a shell command in the workspace (CONTRACTS.md §5, TESTING.md §4.5 and §4.6; issue 12).
 
 Owns: `RunCommand`, its input model and texts, the head+tail output capture, and process-group cleanup.
 The command runs as `bash -c` (`/bin/sh -c` without bash) in its own session and process group, with the
-workspace root as cwd, stdin from /dev/null, stdout and stderr merged, and `ctx.env` minus provider keys.
+workspace root as cwd, stdin from /dev/null, stdout and stderr merged, and `ctx.env` without API keys and
+credential variables (`agentd.sandbox.env`). `ctx.launcher` (`agentd.sandbox.Launcher`) wraps it: in the
+sandbox (bubblewrap / sandbox-exec), or under the process-lifetime helper, so every process the command
+starts dies with it, also those that leave its group (`setsid`, double forks) and also when agentd dies.
 On timeout, on asyncio cancellation, and for background jobs left when the shell exits, the whole group
 gets SIGTERM, then SIGKILL 0.5 s later. Path rules cannot see inside a command (B10): containment is the
-permission gate's "ask", not this module's. Imports only the standard library, pydantic and
-`agentd.tools.base`; never pygls, lsprotocol, acp or `agentd.adapters`.
+permission gate's "ask" or the sandbox, not this module's. Imports only the standard library, pydantic,
+`agentd.sandbox` and `agentd.tools.base`; never pygls, lsprotocol, acp or `agentd.adapters`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import secrets
+import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
 from typing import IO, Any
 
 from pydantic import Field
 
+from agentd.sandbox import Launch, Launcher, SandboxPolicy, SandboxRefused, detect
+from agentd.sandbox.env import child_env
 from agentd.tools.base import Preview, StrictInput, Tool, ToolContext, ToolOutput
 
-SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 KILL_GRACE_S = 0.5
 _POLL_S = 0.02
 _DRAIN_S = 2.0
@@ -36,44 +39,11 @@ def shell_path() -> str:
     return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 
 
-def child_env(env: Mapping[str, str], state: Mapping[str, Any]) -> dict[str, str]:
-    """`env` without the provider keys of CONTRACTS.md §10 and the variable `state["api_key_env"]` names."""
-    drop = set(SECRET_ENV)
-    named = state.get("api_key_env")
-    if isinstance(named, str) and named:
-        drop.add(named)
-    return {k: v for k, v in env.items() if k not in drop}
-
-
-RUN_TAG_VAR = "AGENTD_RUN_ID"
-
-
-def kill_tagged(tag: str) -> int:
-    """SIGKILL every process whose environment carries `AGENTD_RUN_ID=<tag>`: the descendants of one
-    command that left its process group (`setsid`, `set -m`) and so escaped `kill_group`. Returns how many.
-
-    Linux only (reads `/proc/<pid>/environ`; processes of other users are unreadable and skipped)."""
-    needle = f"{RUN_TAG_VAR}={tag}".encode()
-    killed = 0
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return 0
-    for name in entries:
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read()
-        except OSError:
-            continue
-        if needle in env.split(b"\0"):
-            try:
-                os.kill(int(name), signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
-    return killed
+def launcher_of(ctx: ToolContext) -> Launcher:
+    """The session's launcher, else one without a sandbox (the helper still guards the command)."""
+    if isinstance(ctx.launcher, Launcher):
+        return ctx.launcher
+    return Launcher("off", detect(), SandboxPolicy(writable=tuple(ctx.roots)))
 
 
 class OutputCapture:
@@ -239,6 +209,16 @@ class RunCommandInput(StrictInput):
         gt=0,
         description="Seconds before the command is killed. Default and maximum: the configured limit.",
     )
+    network: bool = Field(
+        False,
+        description="The command needs the network (package installs, git fetch, curl). In the sandbox the"
+        " network is off otherwise; asking for it may need the user's approval.",
+    )
+    unsandboxed: bool = Field(
+        False,
+        description="Run outside the sandbox, with the user's full access. Only when the sandbox blocked a"
+        " needed write outside the workspace; the user is always asked.",
+    )
 
 
 class RunCommand(Tool):
@@ -266,23 +246,63 @@ class RunCommand(Tool):
         ctx.workspace.verify()
 
     async def preview(self, args: Any, ctx: ToolContext) -> Preview:
-        return Preview(summary=f"Run `{args.command}` in {ctx.root}", command=args.command, cwd=str(ctx.root))
+        launcher = launcher_of(ctx)
+        sandboxed = launcher.active and not args.unsandboxed
+        escalation = None
+        if launcher.active and args.unsandboxed:
+            escalation = "outside the sandbox"
+        elif sandboxed and args.network and not launcher.policy.network:
+            escalation = "network"
+        where = " in the sandbox" if sandboxed else ""
+        extra = f" with {escalation}" if escalation == "network" else ""
+        return Preview(
+            summary=f"Run `{args.command}` in {ctx.root}{where}{extra}",
+            command=args.command,
+            cwd=str(ctx.root),
+            sandboxed=sandboxed,
+            escalation=escalation,
+        )
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
-        """Raises CancelledError after killing the group when cancelled; never leaves a process behind
-        in the group."""
+        """Raises CancelledError after killing the group when cancelled; never leaves a process behind."""
         ctx.workspace.verify()  # again: the approval may have taken minutes (raises RootChanged)
         timeout = min(args.timeout_s or ctx.run_timeout_s, ctx.run_timeout_s)
         capture = OutputCapture(ctx.output_max_bytes)
-        tag = secrets.token_hex(8)  # marks every descendant, also those that leave the process group
+        shell = shell_path()
+        if not os.access(shell, os.X_OK):  # before any wrapper (sandbox, helper) reports it less clearly
+            err = FileNotFoundError(2, "No such file or directory", shell)
+            return ToolOutput(
+                content=f"run_command could not start: {err}", is_error=True, title=self.title(args)
+            )
+        try:
+            launch = launcher_of(ctx).launch(
+                [shell, "-c", args.command],
+                ctx.root,
+                network=args.network,
+                unsandboxed=args.unsandboxed,
+            )
+        except SandboxRefused as exc:
+            return ToolOutput(content=str(exc), is_error=True, title=self.title(args))
+        try:
+            return await self._run(args, ctx, launch, capture, timeout)
+        finally:
+            if launch.tmpdir is not None:
+                shutil.rmtree(launch.tmpdir, ignore_errors=True)
+
+    async def _run(
+        self, args: Any, ctx: ToolContext, launch: Launch, capture: OutputCapture, timeout: float
+    ) -> ToolOutput:
+        env = child_env(ctx.env, ctx.state.get("api_key_env"), ctx.state.get("pass_env", ()))
+        if launch.tmpdir is not None:
+            env["TMPDIR"] = str(launch.tmpdir)
         try:
             proc = subprocess.Popen(
-                [shell_path(), "-c", args.command],
+                launch.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 cwd=str(ctx.root),
-                env={**child_env(ctx.env, ctx.state), RUN_TAG_VAR: tag},
+                env=env,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -298,15 +318,11 @@ class RunCommand(Tool):
             except TimeoutError:
                 timed_out = True
             await kill_group(proc.pid, proc)  # after a timeout, and any background job left behind
-            kill_tagged(tag)  # and those that left the group
             if timed_out:
                 code = await self._reap(proc)
             await reader.drain(_DRAIN_S)
         except asyncio.CancelledError:
-            try:
-                await self._cancelled(proc)
-            finally:
-                kill_tagged(tag)
+            await self._cancelled(proc)
             raise
         finally:
             reader.close()

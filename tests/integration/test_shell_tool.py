@@ -52,6 +52,9 @@ async def poll_until(pred: Callable[[], bool], what: str, timeout_s: float = 10.
         await tick
 
 
+PGID = "$(ps -o pgid= -p $$ | tr -d ' ')"  # the command's process group (its leader is the helper, not $$)
+
+
 def group_gone(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -107,7 +110,7 @@ def test_capture_cuts_on_utf8_boundaries() -> None:
 
 
 async def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
-    out = await run("echo pgid=$$; sleep 1000 & sleep 1000", ctx, timeout_s=1)
+    out = await run(f"echo pgid={PGID}; sleep 1000 & sleep 1000", ctx, timeout_s=1)
     match = re.fullmatch(r"pgid=(\d+)\n\[timed out after 1 s; process group killed\]", out.content)
     assert match is not None, out.content
     assert (out.is_error, out.raw_output and out.raw_output["timedOut"]) == (True, True)
@@ -122,7 +125,7 @@ async def test_timeout_is_capped_by_the_config(ws: Path) -> None:
 
 
 async def test_background_job_does_not_outlive_the_command(ctx: ToolContext) -> None:
-    out = await run("sleep 1000 & echo $$", ctx)
+    out = await run(f"sleep 1000 & echo {PGID}", ctx)
     match = re.fullmatch(r"(\d+)\n\[exit code 0\]", out.content)
     assert match is not None, out.content
     pgid = int(match.group(1))
@@ -131,7 +134,7 @@ async def test_background_job_does_not_outlive_the_command(ctx: ToolContext) -> 
 
 async def test_cancellation_kills_the_group(ws: Path, ctx: ToolContext) -> None:
     pid_file = ws / "pid"
-    task = asyncio.create_task(run("echo $$ > pid.tmp && mv pid.tmp pid; sleep 1000 & sleep 1000", ctx))
+    task = asyncio.create_task(run(f"echo {PGID} > pid.tmp && mv pid.tmp pid; sleep 1000 & sleep 1000", ctx))
     await poll_until(pid_file.exists, "the command to write its pid")
     pgid = int(pid_file.read_text())
     assert group_gone(pgid) is False

@@ -14,12 +14,14 @@ from typing import Any
 from lsprotocol import types
 
 from agentd.testing.emulator import Emulator
-from tests.lsp.harness import daemon_env, pid_alive, scrub, wait_until
+from tests.lsp.harness import daemon_env, scrub, wait_until
+from tests.sandbox_fixtures import wait_survivors
 
 INTERRUPTED = (
     "interrupted after the tool started; its outcome is unknown, check the workspace before retrying"
 )
-LONG = "echo $$ > pid.txt; exec sleep 30"
+MARK = "30.004217"  # finds the command on the host (inside the sandbox its pid is not the host's)
+LONG = f"echo $$ > pid.txt; exec sleep {MARK}"
 
 
 async def test_cancel_during_a_30_second_command(
@@ -37,14 +39,13 @@ async def test_cancel_during_a_30_second_command(
     await wait_until(
         lambda: pid_file.exists() and pid_file.read_text().strip().isdigit(), "the command to start"
     )
-    pid = int(pid_file.read_text())
-    assert pid_alive(pid)
+    assert len(wait_survivors(MARK, 1)) == 1
 
     started = time.monotonic()
     d.notify("agentd/session/cancel", {"sessionId": sid})
     assert await asyncio.wait_for(prompt, 5) == "cancelled"
     assert time.monotonic() - started < 1.0
-    assert not pid_alive(pid)
+    assert wait_survivors(MARK, 0) == []
     failed = d.rec.of(sid, "tool_call_update")[-1]
     assert (failed["toolCallId"], failed["status"], failed["_meta"]["agentd"]["cancelled"]) == (
         "toolu_emu_1_1", "failed", True)  # fmt: skip
@@ -54,7 +55,7 @@ async def test_cancel_during_a_30_second_command(
     assert await d.request("agentd/session/load", {"sessionId": sid, "cwd": str(workspace)}) == {
         "modes": {"currentModeId": "default", "availableModes": [
             {"id": "default", "name": "Ask"}, {"id": "acceptEdits", "name": "Accept edits"},
-            {"id": "readOnly", "name": "Read only"}]}}  # fmt: skip
+            {"id": "readOnly", "name": "Read only"}, {"id": "auto", "name": "Auto (sandbox)"}]}}  # fmt: skip
     replay = d.rec.updates[before:]
     assert all(p["_meta"] == {"agentd": {"replay": True}} and p["sessionId"] == sid for p in replay)
     assert scrub([p["update"] for p in replay], {str(workspace.resolve()): "<ws>"}) == [

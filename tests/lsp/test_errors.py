@@ -91,7 +91,7 @@ async def test_bad_prompts_modes_and_methods(shared: tuple[Agentd, Path, Path]) 
                                 "text block")  # fmt: skip
     assert await d.error("agentd/session/setMode", {"sessionId": sid, "modeId": "yolo"}) == {"code": -32602, "data": {
         "name": "InvalidParams", "errors": [{"loc": "modeId", "msg": "unknown mode"}]},
-        "message": "agentd/session/setMode: unknown modeId 'yolo'; use default, acceptEdits or readOnly."}  # fmt: skip
+        "message": "agentd/session/setMode: unknown modeId 'yolo'; use default, acceptEdits, readOnly or auto."}  # fmt: skip
     assert await d.error("agentd/session/load", {"sessionId": sid, "cwd": str(ws / "..")}) == {"code": -32602,
         "data": {"name": "InvalidParams", "errors": [{"loc": "cwd", "msg": f"must be {ws.resolve()}"}]},
         "message": f"agentd/session/load: cwd must be the session's stored root {ws.resolve()} (got {ws / '..'})."}  # fmt: skip

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentd.sandbox import Launcher, SandboxPolicy, detect, wire_state
 from agentd.testing.emulator import Emulator
 from tests.lsp.harness import daemon_env, scrub
 
@@ -24,6 +25,9 @@ MODES = [
     {"id": "acceptEdits", "name": "Accept edits",
      "description": "Also allow write_file and edit_file inside the workspace without asking."},
     {"id": "readOnly", "name": "Read only", "description": "Reject every write and command without asking."},
+    {"id": "auto", "name": "Auto (sandbox)",
+     "description": "Allow edits inside the workspace and commands that run in the sandbox without asking; "
+                    "network use, running outside the sandbox and protected paths still ask."},
 ]  # fmt: skip
 PLAN = {"sessionUpdate": "plan", "entries": [{"content": "Step one", "priority": "medium", "status": "in_progress"}],
         "_meta": {"agentd": {"planId": "main", "snapshot": SNAPSHOT}}}  # fmt: skip
@@ -60,7 +64,8 @@ async def test_every_session_method(
                     "compactions": 0},
         "totals": {"requests": 2, "inputTokens": "<n>", "outputTokens": "<n>", "cacheReadTokens": "<n>",
                    "cacheWriteTokens": "<n>"},
-        "costEstimate": {"amount": "<n>", "currency": "USD"}, "turns": 1, "updatedAt": "<ts>"}  # fmt: skip
+        "costEstimate": {"amount": "<n>", "currency": "USD"}, "turns": 1, "updatedAt": "<ts>",
+        "sandbox": wire_state(Launcher("auto", detect(), SandboxPolicy(writable=())))}  # fmt: skip
     listed = await d.request("agentd/session/list", {})
     assert scrub(listed, paths) == {"sessions": [{
         "sessionId": "<sess>", "cwd": "<ws>", "title": "Plan it.", "updatedAt": "<ts>",

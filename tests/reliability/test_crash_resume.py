@@ -22,7 +22,6 @@ from tests.reliability.conftest import (
     Agentd,
     accepted,
     assistant,
-    group_members,
     messages_of,
     result_block,
     strip_cc,
@@ -32,6 +31,7 @@ from tests.reliability.conftest import (
     wait_file,
     warnings_of,
 )
+from tests.sandbox_fixtures import wait_survivors
 
 MODEL = DEFAULT_MODELS["anthropic"]
 TU1 = "toolu_emu_1_1"  # the emulator's id of the first tool_use of answer 1
@@ -203,17 +203,18 @@ def test_kill_in_the_middle_of_writing_a_record_then_resume(agentd: Agentd) -> N
 def test_sigint_during_run_command_exits_130_and_the_resume_is_valid(agentd: Agentd) -> None:
     """C01: SIGINT while `run_command` runs: exit 130 at once, the command's group is gone, and the
     resumed request answers the open tool_use with the synthetic result first."""
-    command = "echo $$ > cmd.pid; sleep 30 & sleep 30"
+    mark = "30.004218"  # finds the command's processes on the host (inside the sandbox pids differ)
+    command = f"echo $$ > cmd.pid; sleep {mark} & sleep {mark}"
     agentd.emu.script([reply(text("Running."), tool("run_command", command=command)), reply(text("Again."))])
     proc = agentd.start("wait", args=("--allow", "run_command"))
-    pgid = int(wait_file(agentd.ws / "cmd.pid", "the command's pid file"))
-    assert group_members(pgid) != []
+    wait_file(agentd.ws / "cmd.pid", "the command's pid file")
+    assert len(wait_survivors(mark, 2)) == 2
     t0 = time.monotonic()
     os.kill(proc.pid, signal.SIGINT)
     rc = proc.wait(10)
     elapsed = time.monotonic() - t0
     assert (rc, elapsed < 5.0) == (130, True), (elapsed, proc.stderr)  # vs a 30 s command; ~1 s seen
-    assert group_members(pgid) == []
+    assert wait_survivors(mark, 0) == []
     sid = proc.session_id()
     acknowledged = [
         user("wait"),

@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     },
     "store": {"blob_min_bytes": 262144},
     "permissions": {"rules": [], "default_mode": "default", "approval_timeout_s": 120},
+    "sandbox": {"mode": "auto", "network": False, "writable": [], "hide": [], "pass_env": []},
     "openai": {"temperature": None, "seed": None},
     "auth_token": None,
 }

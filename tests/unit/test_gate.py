@@ -168,6 +168,24 @@ async def test_row6_accept_edits_still_asks_for_commands() -> None:
     assert [r.tool_name for r in approver.requests] == ["run_command"]
 
 
+async def test_row6_auto_allows_edits_and_sandboxed_commands_only() -> None:
+    """Issue 12: the `auto` mode runs commands that stay in the sandbox without asking; a command outside
+    the sandbox, or one asking for the network, still asks."""
+    approver = QueueApprover.of("reject_once", "reject_once", "reject_once")
+    gate = make_gate(mode="auto", approver=approver)
+    boxed = Preview(summary="Run `ls`", command="ls", sandboxed=True)
+    assert await gate.decide("run_command", {"command": "ls"}, boxed, "t1") == allow("mode", "auto", "auto")
+    assert await decide(gate, "edit_file") == allow("mode", "auto", "auto")
+    for preview in (
+        Preview(summary="Run `ls`", command="ls", sandboxed=False),
+        Preview(summary="Run `curl x`", command="curl x", sandboxed=True, escalation="network"),
+        Preview(summary="Run `ls`", command="ls", escalation="outside the sandbox"),
+    ):
+        decision = await gate.decide("run_command", {"command": preview.command}, preview, "t2")
+        assert decision.decided_by == "user"
+    assert len(approver.requests) == 3
+
+
 async def test_row7_configured_rules() -> None:
     approver = QueueApprover.of("allow_once")
     gate = make_gate(

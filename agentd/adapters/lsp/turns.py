@@ -19,6 +19,7 @@ from agentd.adapters.lsp.progress import TurnProgress
 from agentd.adapters.lsp.sessions import hosted_of, parse
 from agentd.core.session import SessionBusyError
 from agentd.protocol import session as ps
+from agentd.sandbox import wire_state
 
 log = logging.getLogger("agentd.lsp.turns")
 
@@ -165,7 +166,7 @@ def set_mode(conn: Connection, raw: Any) -> dict[str, Any]:
     hosted = hosted_of(conn, params.session_id)
     if params.mode_id not in ps.MODE_IDS:
         raise RpcError("InvalidParams", f"agentd/session/setMode: unknown modeId {params.mode_id!r}; use default, "
-                       "acceptEdits or readOnly.", errors=[{"loc": "modeId", "msg": "unknown mode"}])  # fmt: skip
+                       "acceptEdits, readOnly or auto.", errors=[{"loc": "modeId", "msg": "unknown mode"}])  # fmt: skip
     s = hosted.session
     s.p.gate.mode = params.mode_id  # type: ignore[assignment]
     s.p.store.append("mode", {"mode": params.mode_id})
@@ -205,6 +206,7 @@ def status(conn: Connection, raw: Any) -> dict[str, Any]:
         out["costEstimate"] = {"amount": round(t.cost_usd, 6), "currency": "USD"}
     out["turns"] = s.turns
     out["updatedAt"] = p.store.meta.get("updatedAt")
+    out["sandbox"] = wire_state(p.tool_ctx.launcher)  # issue 12: what protects this session's commands
     return out
 
 

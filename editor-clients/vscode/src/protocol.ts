@@ -193,6 +193,18 @@ export interface Retry {
   httpStatus?: number;
 }
 
+/** What protects the session's commands (issue 12; `agentd doctor`): the `sandbox` mode, whether the
+ * sandbox is active, its backend and label, and the names of the missing protections.
+ */
+export interface SandboxState {
+  _meta?: Record<string, unknown>;
+  mode: string;
+  active: boolean;
+  backend?: string;
+  label: string;
+  missing: string[];
+}
+
 export interface SelectedOutcome {
   _meta?: Record<string, unknown>;
   outcome: "selected";
@@ -254,6 +266,7 @@ export interface SessionStatus {
   costEstimate?: Cost;
   turns: number;
   updatedAt?: string;
+  sandbox?: SandboxState;
 }
 
 export type SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCall | ToolCallUpdate | Plan | UsageUpdate | SessionInfoUpdate | CurrentModeUpdate | Retry;
@@ -387,7 +400,7 @@ export interface UserMessageChunk {
 
 export type ContentBlock = TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
 
-export type ModeId = "default" | "acceptEdits" | "readOnly";
+export type ModeId = "default" | "acceptEdits" | "readOnly" | "auto";
 
 export type OptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always";
 

@@ -1,11 +1,11 @@
 // The status bar item: context tokens, cache-read share and cost of the active session (PROTOCOL.md §6.8,
-// §7.2 usage_update, §10.2).
+// §7.2 usage_update, §10.2), and what protects its commands (the `sandbox` of §6.8; docs/security.md).
 //
 // Live figures come from `usage_update` (`used`, `size`, `cost`, `_meta.agentd.request` added to the
 // totals); after a turn or a load the exact totals of `agentd/session/status` replace them.
 
 import * as vscode from "vscode";
-import type { SessionStatus } from "./protocol";
+import type { SandboxState, SessionStatus } from "./protocol";
 import { RequestUsage } from "./updates";
 
 export interface Usage {
@@ -20,6 +20,7 @@ export interface Usage {
   cacheKnown: boolean;
   model?: string;
   mode?: string;
+  sandbox?: SandboxState;
 }
 
 export function emptyUsage(): Usage {
@@ -51,7 +52,15 @@ export function fromStatus(s: SessionStatus): Usage {
     cacheKnown: t.cacheReadKnown !== false && t.cacheWriteKnown !== false,
     model: s.model,
     mode: s.mode,
+    sandbox: s.sandbox,
   };
+}
+
+/** The sandbox row of the tooltip: `bubblewrap 0.8.0 (/usr/bin/bwrap)`, or what is missing. */
+export function sandboxText(b: SandboxState | undefined): string | undefined {
+  if (!b) return undefined;
+  const where = b.active ? `on: ${b.label}` : b.mode === "off" ? "off" : `not available (${b.label})`;
+  return b.missing.length ? `${where}; missing: ${b.missing.join(", ")}` : where;
 }
 
 /** `12.3k`, `950`, `1.2M`. */
@@ -84,6 +93,7 @@ export function statusText(u: Usage | undefined, busy: boolean): string {
   if (share !== undefined) parts.push(`cache ${Math.round(share * 100)}%${u.cacheKnown ? "" : "?"}`);
   const cost = money(u.cost);
   if (cost) parts.push(cost);
+  if (u.sandbox) parts.push(u.sandbox.missing.length ? "$(unlock)" : "$(shield)");
   return parts.join(" · ");
 }
 
@@ -115,6 +125,7 @@ export class StatusBar implements vscode.Disposable {
           `| Cost (estimate) | ${money(u.cost) ?? "unknown"} |`,
           u.model ? `| Model | ${escapeMd(u.model)} |` : "",
           u.mode ? `| Mode | ${escapeMd(u.mode)} |` : "",
+          u.sandbox ? `| Sandbox | ${escapeMd(sandboxText(u.sandbox) ?? "")} |` : "",
         ]
           .filter(Boolean)
           .join("\n"),

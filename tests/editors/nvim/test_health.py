@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from agentd import __version__
+from agentd.sandbox import protections
 from tests.editors.nvim.harness import Nvim, scrub
+from tests.sandbox_fixtures import needs_bwrap
 
 PY = [sys.executable, "-m", "agentd"]
 BIN = str(Path(sys.executable).parent)
@@ -17,6 +19,10 @@ NOT_RUNNING = "- agentd is not running in this Neovim (it starts with the first 
 
 
 def test_checkhealth_agentd(nvim_bin: str, tmp_path: Path) -> None:
+    """The sandbox line comes from `agentd doctor --json` (issue 12): one OK line when every protection
+    holds (bubblewrap works here), else a warning per missing protection (docs/security.md)."""
+    status = needs_bwrap()
+    sandbox_ok = f"- ✅ OK sandbox: {protections(status, 'auto')[0].text}; every protection holds"
     nvim = Nvim(nvim_bin, tmp_path)
     fresh = tmp_path / "fresh-data"
     not_a_dir = tmp_path / "data-file"  # a file where the data dir should be (root may write anywhere)
@@ -55,6 +61,7 @@ def test_checkhealth_agentd(nvim_bin: str, tmp_path: Path) -> None:
             "- ✅ OK agentd --version: agentd <version>",
             "- ✅ OK ANTHROPIC_API_KEY is set (provider anthropic)",
             "- ✅ OK data dir <tmp>/data is writable",
+            sandbox_ok,
             NOT_RUNNING,
             "",
         ],
@@ -69,6 +76,7 @@ def test_checkhealth_agentd(nvim_bin: str, tmp_path: Path) -> None:
             "- ⚠️ WARNING ANTHROPIC_API_KEY is not set (provider anthropic): agentd cannot reach the model",
             *key_advice,
             "- ✅ OK data dir <tmp>/fresh-data does not exist yet; agentd will create it (<tmp> is writable)",
+            sandbox_ok,
             NOT_RUNNING,
             "",
         ],
@@ -103,6 +111,7 @@ def test_checkhealth_agentd(nvim_bin: str, tmp_path: Path) -> None:
             "- ❌ ERROR data dir <tmp>/data-file is not a writable directory",
             "  - ADVICE:",
             "    - Fix its permissions, or set data_dir in setup() / AGENTD_DATA_DIR.",
+            sandbox_ok,
             NOT_RUNNING,
             "",
         ],

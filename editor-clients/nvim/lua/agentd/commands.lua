@@ -50,9 +50,9 @@ function M.create()
     agentd().set_mode(a.args)
   end, {
     nargs = 1,
-    desc = 'agentd: set the permission mode (default, acceptEdits, readOnly)',
+    desc = 'agentd: set the permission mode (default, acceptEdits, readOnly, auto)',
     complete = function()
-      return { 'default', 'acceptEdits', 'readOnly' }
+      return { 'default', 'acceptEdits', 'readOnly', 'auto' }
     end,
   })
 end

@@ -145,6 +145,45 @@ local function check_data_dir(env)
   end
 end
 
+--- The sandbox facts of `agentd doctor --json` (docs/security.md): one OK line when every protection
+--- holds, else one warning per missing protection with what to do.
+local function check_sandbox(cmd, env)
+  if type(cmd) ~= 'table' or vim.fn.exepath(cmd[1] or '') == '' then
+    return
+  end
+  local argv = vim.list_extend(vim.deepcopy(cmd), { 'doctor', '--json', '--workspace', vim.fn.getcwd() })
+  local okrun, res = pcall(function()
+    return vim.system(argv, { text = true, env = env }):wait(20000)
+  end)
+  local okjson, rep = false, nil
+  if okrun and res.stdout then
+    okjson, rep = pcall(vim.json.decode, res.stdout)
+  end
+  if not okjson or type(rep) ~= 'table' or type(rep.facts) ~= 'table' then
+    local why = okrun and vim.trim(res.stderr or '') or tostring(res)
+    warn(fmt('agentd doctor failed: %s', why), { 'Run `agentd doctor` in a terminal to see why.' })
+    return
+  end
+  local box = rep.sandbox or {}
+  local missing = {}
+  for _, f in ipairs(rep.facts) do
+    if not f.ok then
+      table.insert(missing, f)
+    end
+  end
+  if #missing == 0 then
+    ok(fmt('sandbox: %s; every protection holds', rep.facts[1].text))
+    return
+  end
+  for _, f in ipairs(missing) do
+    local advice = { 'See docs/security.md, or run `agentd doctor` in a terminal.' }
+    if f.name == 'sandbox' and box.problem and box.problem ~= vim.NIL then
+      advice = { box.problem }
+    end
+    warn(fmt('%s: %s', f.name, f.text), advice)
+  end
+end
+
 function M.check()
   start('agentd')
   if not check_nvim() then
@@ -154,6 +193,7 @@ function M.check()
   check_executable(cmd)
   check_key(init, env)
   check_data_dir(env)
+  check_sandbox(cmd, env)
   local clients = vim.lsp.get_clients({ name = 'agentd' })
   if #clients == 0 then
     info('agentd is not running in this Neovim (it starts with the first :Agentd command)')

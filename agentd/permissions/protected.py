@@ -1,0 +1,157 @@
+"""Protected paths: what no rule, mode, grant or hook may write without asking (issue 12 §3).
+
+Owns: the path classes and their lists, one place for every user:
+- `agentd_config`: the user config dir (`config.toml`, `trust.json`) and any `.agentd/` folder;
+- `agentd_data`: the data dir (session logs, audit logs, the grant key);
+- `git_internals`: anything under a `.git` folder (or a `.git` file): hooks and config run code later;
+- `shell_startup`: the shell start-up files in the home folder (`.bashrc`, `.profile`, `.zshrc`, ...);
+- `credentials`: the user's credential stores (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, keyrings, `.netrc`, ...).
+The permission gate asks for every write (and every read of `agentd_data` and `credentials`) in these
+classes whatever the mode or rules say; the sandbox hides `agentd_config` (user dir), `agentd_data` and
+`credentials`, and re-binds `.git`, `.agentd` and start-up files inside the workspace read-only.
+Imports only the standard library; never pygls, lsprotocol, acp or agentd.adapters.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+PathClass = Literal["agentd_config", "agentd_data", "git_internals", "shell_startup", "credentials"]
+
+CLASS_TEXT: dict[str, str] = {
+    "agentd_config": "agentd's own configuration",
+    "agentd_data": "agentd's data dir (session and audit logs)",
+    "git_internals": "git internals (.git/)",
+    "shell_startup": "a shell start-up file",
+    "credentials": "a credential store",
+}
+
+SHELL_STARTUP = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    ".config/fish",
+    ".kshrc",
+    ".tcshrc",
+    ".cshrc",
+    ".login",
+)
+
+CREDENTIAL_DIRS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/gh",
+    ".config/hub",
+    ".config/op",
+    ".config/rclone",
+    ".terraform.d",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".codex",
+    ".claude",
+    ".gem/credentials",
+)
+
+CREDENTIAL_FILES = (
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".vault-token",
+    ".boto",
+    ".s3cfg",
+    ".claude.json",
+)
+
+READ_PROTECTED: frozenset[str] = frozenset({"agentd_data", "credentials"})
+
+
+def _real(path: Path | str) -> Path:
+    return Path(os.path.realpath(os.path.expanduser(str(path))))
+
+
+def _under(path: Path, top: Path) -> bool:
+    return path == top or top in path.parents
+
+
+@dataclass(frozen=True)
+class ProtectedPaths:
+    """The protected paths of one user. `home`, `config_dir` (the user config dir) and `data_dir` are
+    resolved to real paths; `extra_hidden`: more folders or files to treat as credential stores
+    (`sandbox.hide`)."""
+
+    home: Path
+    config_dir: Path
+    data_dir: Path | None = None
+    extra_hidden: tuple[Path, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def of(
+        cls,
+        home: Path | str,
+        config_dir: Path | str,
+        data_dir: Path | str | None = None,
+        extra_hidden: Iterable[Path | str] = (),
+    ) -> ProtectedPaths:
+        return cls(
+            home=_real(home),
+            config_dir=_real(config_dir),
+            data_dir=_real(data_dir) if data_dir is not None else None,
+            extra_hidden=tuple(_real(p) for p in extra_hidden),
+        )
+
+    def credential_paths(self) -> list[Path]:
+        """Every credential store path (folders and files, existing or not), real paths."""
+        names = (*CREDENTIAL_DIRS, *CREDENTIAL_FILES)
+        return [_real(self.home / n) for n in names] + list(self.extra_hidden)
+
+    def classify(self, path: Path | str) -> PathClass | None:
+        """The class of an absolute path (resolved here), or None when it is not protected."""
+        real = _real(path)
+        parts = set(Path(os.path.abspath(os.path.expanduser(str(path)))).parts) | set(real.parts)
+        if _under(real, self.config_dir) or ".agentd" in parts:
+            return "agentd_config"
+        if self.data_dir is not None and _under(real, self.data_dir):
+            return "agentd_data"
+        if ".git" in parts:
+            return "git_internals"
+        if any(_under(real, _real(self.home / n)) for n in SHELL_STARTUP):
+            return "shell_startup"
+        if any(_under(real, c) for c in self.credential_paths()):
+            return "credentials"
+        return None
+
+    def hidden(self) -> list[Path]:
+        """What the sandbox hides: the user config dir, the data dir and the credential stores that exist."""
+        found = [self.config_dir, *([self.data_dir] if self.data_dir else []), *self.credential_paths()]
+        return [p for p in dict.fromkeys(found) if os.path.lexists(p)]
+
+    def readonly_inside(self, root: Path) -> list[Path]:
+        """Existing paths inside the writable `root` that the sandbox re-binds read-only: `.git`,
+        `.agentd`, and the shell start-up files when the home folder is inside `root`."""
+        found = [root / ".git", root / ".agentd"]
+        if _under(self.home, root):
+            found += [self.home / n for n in SHELL_STARTUP]
+        return [p for p in found if os.path.lexists(p)]

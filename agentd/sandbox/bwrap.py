@@ -1,0 +1,97 @@
+"""The Linux backend: bubblewrap (`bwrap`, the Debian/Fedora/Arch package `bubblewrap`).
+
+Owns: `bwrap_argv()` (a `SandboxPolicy` as bwrap arguments) and `probe()` (does bwrap work here?).
+Every namespace is new (`--unshare-all`: user, pid, net, ipc, uts, cgroup), so the command sees its own
+`/proc` with its own processes only (never agentd's `/proc/<pid>/environ`) and no network but its own
+loopback; `--share-net` gives it agentd's network. `--die-with-parent` and the pid namespace make every
+process it starts die with it: when the outer bwrap dies (SIGTERM or SIGKILL from agentd, or agentd's own
+death), the namespace's init dies and the kernel kills everything in it, `setsid` and double forks
+included. `--cap-drop ALL`: bwrap run as root keeps every capability otherwise, and root with
+CAP_SYS_ADMIN can unmount the empty folders that hide the data dir. `--new-session`: no controlling
+terminal (no TIOCSTI injection). Mount order: `/` read-only, private `/tmp`, `/var/tmp`, `/run` (which
+also hides the sockets of docker, D-Bus, systemd and ssh-agent), the writable roots, the hidden paths,
+then the read-only paths inside the roots. Imports only the standard library and `agentd.sandbox.policy`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from agentd.sandbox.policy import SandboxPolicy
+
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run")
+RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager")
+PROBE_TIMEOUT_S = 10.0
+
+
+def _private_dirs() -> list[str]:
+    """The folders replaced by an empty tmpfs: those that exist as real folders (`/var/run` is usually a
+    link to `/run`)."""
+    return [d for d in PRIVATE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+
+
+def _under_any(path: Path, tops: list[str]) -> bool:
+    return any(path == Path(t) or Path(t) in path.parents for t in tops)
+
+
+def _resolver_binds() -> list[str]:
+    """With the network on, `/etc/resolv.conf` often points into `/run` (systemd-resolved): bind the
+    resolver's folder back read-only, or name resolution fails."""
+    target = Path(os.path.realpath("/etc/resolv.conf"))
+    out: list[str] = []
+    for d in RESOLVER_DIRS:
+        if os.path.isdir(d) and (target == Path(d) or Path(d) in target.parents):
+            out += ["--ro-bind", d, d]
+    return out
+
+
+def bwrap_argv(bwrap: str, policy: SandboxPolicy, cwd: Path, argv: list[str]) -> list[str]:
+    """The full command line: `bwrap <options> -- <argv...>`, run with `cwd` as working directory."""
+    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+    if policy.network:
+        out.append("--share-net")
+    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    private = _private_dirs()
+    for d in private:
+        out += ["--tmpfs", d]
+    if policy.network:
+        out += _resolver_binds()
+    for w in policy.writable:
+        out += ["--bind", str(w), str(w)]
+    for h in (*policy.hidden, *policy.hidden_files):
+        if _under_any(h, private) and not any(w in h.parents for w in policy.writable):
+            continue  # already invisible
+        out += ["--tmpfs", str(h)] if h in policy.hidden else ["--ro-bind", "/dev/null", str(h)]
+    for r in policy.readonly:
+        out += ["--ro-bind", str(r), str(r)]
+    out += ["--chdir", str(cwd), "--", *argv]
+    return out
+
+
+def version(bwrap: str) -> str | None:
+    """`0.8.0` from `bwrap --version`, or None when it does not run."""
+    try:
+        done = subprocess.run([bwrap, "--version"], capture_output=True, timeout=PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.decode("utf-8", "replace").split()
+    return words[-1] if done.returncode == 0 and words else None
+
+
+def probe(bwrap: str) -> str | None:
+    """Run `true` in a sandbox with every namespace this backend uses. None when it works, else the
+    first line bwrap printed (e.g. `bwrap: No permissions to create a new namespace`)."""
+    policy = SandboxPolicy(writable=())
+    argv = bwrap_argv(bwrap, policy, Path("/"), ["/bin/sh", "-c", "exit 0"])
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{bwrap} could not run: {exc}"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[0] if lines else f"{bwrap} exited with code {done.returncode}"

@@ -1,0 +1,89 @@
+"""How agentd starts a process for the model: in the sandbox, or under the process-lifetime helper.
+
+Owns: `Launcher` (one per session: the `sandbox` mode, what this machine offers and the session's
+`SandboxPolicy`), `Launch` and `SandboxRefused`. `Launcher.launch(argv, cwd, ...)`
+returns the command line to start (in a new session, stdin from /dev/null) and what guards it:
+- sandbox on: bubblewrap (Linux) or sandbox-exec (macOS) around `argv`;
+- sandbox off or missing (`"auto"`), or the call asked to run outside it: on Linux the reaper helper
+  (`agentd/sandbox/reaper.py`) around `argv`, so what the command leaves still dies with it;
+- `"required"` with no sandbox, or a request to leave it: `SandboxRefused` (nothing runs).
+Used by `run_command` and meant for stdio MCP servers started by agentd. Imports only the standard
+library and `agentd.sandbox`; never pygls, lsprotocol, acp or agentd.adapters.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentd.sandbox.bwrap import bwrap_argv
+from agentd.sandbox.policy import SandboxPolicy
+from agentd.sandbox.seatbelt import seatbelt_argv
+from agentd.sandbox.status import SandboxMode, SandboxStatus
+
+REAPER = Path(__file__).with_name("reaper.py")
+
+
+class SandboxRefused(Exception):
+    """The command may not run: `sandbox = "required"` and no sandbox, or a request to leave it.
+    `str()` is the model-facing text."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to start: `argv`; `sandboxed`: inside the sandbox; `tmpdir`: a private temporary folder the
+    caller removes afterwards (macOS only)."""
+
+    argv: list[str]
+    sandboxed: bool
+    tmpdir: Path | None = None
+
+
+class Launcher:
+    """Starts model-requested processes for one session (see the module docstring)."""
+
+    def __init__(self, mode: SandboxMode, status: SandboxStatus, policy: SandboxPolicy) -> None:
+        self.mode: SandboxMode = mode
+        self.status = status
+        self.policy = policy
+
+    @property
+    def active(self) -> bool:
+        """Commands run in the sandbox unless they ask to leave it."""
+        return self.mode != "off" and self.status.available
+
+    def launch(
+        self, argv: list[str], cwd: Path, *, network: bool = False, unsandboxed: bool = False
+    ) -> Launch:
+        """The command line for `argv` run in `cwd`. `network`: this process may use the network (an
+        approved request or a rule); `unsandboxed`: it runs outside the sandbox (approved by the user).
+        Raises `SandboxRefused` under `sandbox = "required"` when it cannot run sandboxed."""
+        if self.mode == "required" and not self.status.available:
+            raise SandboxRefused(
+                f'run_command is refused: sandbox = "required" but no sandbox works here ({self.status.problem}).'
+            )
+        if self.mode == "required" and unsandboxed:
+            raise SandboxRefused(
+                'run_command is refused: sandbox = "required" does not allow running outside the sandbox; '
+                "run it without unsandboxed, or ask the user to run it."
+            )
+        if self.active and not unsandboxed:
+            return self._sandboxed(argv, cwd, network or self.policy.network)
+        return self._guarded(argv)
+
+    def _sandboxed(self, argv: list[str], cwd: Path, network: bool) -> Launch:
+        policy = self.policy.with_network(network)
+        if self.status.backend == "seatbelt":
+            tmp = Path(tempfile.mkdtemp(prefix="agentd-cmd-"))
+            return Launch(seatbelt_argv(policy, tmp, argv), True, tmp)
+        assert self.status.path is not None
+        return Launch(bwrap_argv(self.status.path, policy, cwd, argv), True)
+
+    def _guarded(self, argv: list[str]) -> Launch:
+        if self.status.cleanup == "subreaper" and sys.platform.startswith("linux"):
+            helper = [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), "--"]
+            return Launch([*helper, *argv], False)
+        return Launch(list(argv), False)
