@@ -172,7 +172,7 @@ async def test_framing_errors_end_the_process_cleanly(
         pipe = await RawPipe.start(daemon_env(data_dir))
         try:
             await pipe.write(raw)
-            code, err = await pipe.finish(timeout=5)
+            code, err = await pipe.finish(timeout=60)
         finally:
             pipe.kill()
         assert (code in (0, 1), pipe.stdout, b"Traceback" in err) == (True, b"", False)
@@ -216,7 +216,7 @@ async def test_lifecycle_errors_and_exit_codes(tmp_path: Path, workspace: Path, 
     pipe = await _started(tmp_path, workspace, data_dir)  # end of input = shutdown + exit, locks released
     try:
         sid = await _turn(pipe, workspace, 2)
-        code, _ = await pipe.finish(timeout=5)
+        code, _ = await pipe.finish(timeout=60)
     finally:
         pipe.kill()
     assert (code, (data_dir / "sessions" / sid / "lock").read_bytes()) == (0, b"")
