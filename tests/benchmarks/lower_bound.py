@@ -16,15 +16,20 @@ The model is the emulator's cache (TESTING.md §3.7), relaxed per token:
   carries the whole prefix for an hour. So a token once cached stays cached while its uses are less than an
   hour apart; only a write's TTL is a real choice: 5m if its next use is within 5 minutes, 1h if within an
   hour, else sent at 1x (never reused before it would expire).
-- A request shorter than the minimum cacheable length can neither read nor write: its tokens cost 1x and
-  refresh nothing. Times are request starts; an entry written at t serves requests starting before t + TTL.
-Per token group the optimum is exact dynamic programming over its uses (`group_cost`; after each use the
-state is one of: not cached, cached until t + 5 min, cached until t + 1 h). Groups are independent in the
-relaxed model, so the bound is the sum over groups of tokens x cost. It is a lower bound of every client of
-the emulator, because each real per-token sequence of charges is feasible here at no lower cost: the
-relaxation drops the 4-breakpoint limit, the 20-block lookback, the rule that 1h entries come before 5m ones
-and the need for a read entry to be a prefix of the reading request (all constraints on the client only).
-It is tight when the session is one growing chain of requests, which the benchmark's workloads mostly are.
+- The minimum cacheable length: a request shorter than it can neither read nor write (its tokens cost 1x and
+  refresh nothing). A longer request can write any of its tokens (with a breakpoint at its end) but read only
+  tokens of its longest prefix shared with an earlier request, and only when that prefix reaches the minimum:
+  a read entry is a prefix of the reading request, written by an earlier one, at least the minimum long. (So
+  a compression's summary request, which shares only tools + system with the session, reads nothing when
+  they are shorter than the minimum, whatever the client does.) A token that is not read keeps whatever
+  lifetime it had. Times are request starts; an entry written at t serves requests starting before t + TTL.
+Per token group the optimum is exact dynamic programming over its uses (`group_cost`; the state after each
+use is the time until which the token is cached, or none). Groups are independent in the relaxed model, so
+the bound is the sum over groups of tokens x cost. It is a lower bound of every client of the emulator,
+because each real per-token sequence of charges is feasible here at no lower cost: the relaxation drops the
+4-breakpoint limit, the 20-block lookback, the rule that 1h entries come before 5m ones, and lets a read keep
+a token an hour (all constraints on the client only). It is tight when the session is one growing chain of
+requests, which the benchmark's workloads mostly are.
 Imports the emulator's `flatten` only (the same hashing the bill was made with).
 """
 
@@ -81,22 +86,27 @@ def _offer(states: dict[float | None, _State], expiry: float | None, cost: float
         states[expiry] = _State(cost, split)
 
 
-def group_cost(uses: Iterable[tuple[float, bool]]) -> tuple[float, Split]:
-    """The least cost of one token over its uses `(start time s, cacheable)` in time order, and the split of
-    that cost (counts of one token). Exact: DP whose states are the expiry after the last cacheable use."""
+NONE, WRITE, READABLE = 0, 1, 2  # what a use allows: nothing (below the minimum), writes, reads and writes
+
+
+def group_cost(uses: Iterable[tuple[float, int]]) -> tuple[float, Split]:
+    """The least cost of one token over its uses `(start time s, NONE | WRITE | READABLE)` in time order, and
+    the split of that cost (counts of one token). Exact: DP whose states are the time the token is cached
+    until (None: not cached)."""
     states: dict[float | None, _State] = {None: _State(0.0)}
-    for t, cacheable in uses:
-        if not cacheable:  # nothing can be read or written by this request; the cache is untouched
+    for t, allows in uses:
+        if allows == NONE:  # nothing can be read or written by this request; the cache is untouched
             states = {e: _State(s.cost + UNCACHED, s.split + Split(uncached=1)) for e, s in states.items()}
             continue
         nxt: dict[float | None, _State] = {}
         for expiry, s in states.items():
-            if expiry is not None and t < expiry:  # cached: read, and keep it for an hour
+            if allows == READABLE and expiry is not None and t < expiry:  # read, and keep it for an hour
                 _offer(nxt, t + TTL_1H, s.cost + READ, s.split + Split(read=1))
                 continue
-            _offer(nxt, None, s.cost + UNCACHED, s.split + Split(uncached=1))
-            _offer(nxt, t + TTL_5M, s.cost + WRITE_5M, s.split + Split(write_5m=1))
-            _offer(nxt, t + TTL_1H, s.cost + WRITE_1H, s.split + Split(write_1h=1))
+            live = expiry if expiry is not None and t < expiry else None
+            _offer(nxt, live, s.cost + UNCACHED, s.split + Split(uncached=1))
+            _offer(nxt, max(live or 0.0, t + TTL_5M), s.cost + WRITE_5M, s.split + Split(write_5m=1))
+            _offer(nxt, max(live or 0.0, t + TTL_1H), s.cost + WRITE_1H, s.split + Split(write_1h=1))
         states = nxt
     best = min(states.values(), key=lambda s: s.cost)
     return best.cost, best.split
@@ -105,18 +115,22 @@ def group_cost(uses: Iterable[tuple[float, bool]]) -> tuple[float, Split]:
 def lower_bound(requests: Iterable[tuple[float, dict[str, Any]]], min_cacheable: int) -> Split:
     """The least input-side bill of `requests` = (start time in seconds, Messages request body), in order.
     Returns its split in tokens (fractional counts never occur: each group's split is whole)."""
-    uses: dict[bytes, list[tuple[float, bool]]] = defaultdict(list)
+    uses: dict[bytes, list[tuple[float, int]]] = defaultdict(list)
     size: dict[bytes, int] = {}
     for at, body in requests:
         flat = flatten(body)
-        cacheable = flat.total >= min_cacheable
+        shared = 0  # blocks of the longest prefix shared with an earlier request (prefixes nest)
+        while shared < len(flat.hashes) and flat.hashes[shared] in uses:
+            shared += 1
+        readable = shared if shared and flat.cum[shared - 1] >= min_cacheable else 0
+        writable = flat.total >= min_cacheable
         previous = 0
-        for h, cum in zip(flat.hashes, flat.cum, strict=True):
-            uses[h].append((at, cacheable))
+        for p, (h, cum) in enumerate(zip(flat.hashes, flat.cum, strict=True)):
+            uses[h].append((at, READABLE if p < readable else WRITE if writable else NONE))
             size[h] = cum - previous
             previous = cum
     total = Split()
-    memo: dict[tuple[tuple[float, bool], ...], Split] = {}
+    memo: dict[tuple[tuple[float, int], ...], Split] = {}
     for h, seq in uses.items():
         key = tuple(seq)
         if key not in memo:

@@ -9,11 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentd.testing.emulator import CacheSim, count_tokens
-from tests.benchmarks.lower_bound import Split, group_cost, lower_bound
+from tests.benchmarks.lower_bound import NONE, READABLE, WRITE, Split, group_cost, lower_bound
 
 
-def cost(*uses: float | tuple[float, bool]) -> float:
-    seq = [u if isinstance(u, tuple) else (u, True) for u in uses]
+def cost(*uses: float | tuple[float, int]) -> float:
+    """The bound of one token used at these times (READABLE unless given as `(time, NONE | WRITE)`)."""
+    seq = [u if isinstance(u, tuple) else (u, READABLE) for u in uses]
     return round(group_cost(seq)[0], 6)
 
 
@@ -23,7 +24,7 @@ def test_a_token_used_once_is_sent_uncached() -> None:
 
 def test_a_reuse_within_5_minutes_is_a_5m_write_then_a_read() -> None:
     assert cost(0, 10) == 1.35  # 1.25 + 0.1
-    assert group_cost([(0, True), (10, True)])[1] == Split(write_5m=1, read=1)
+    assert group_cost([(0, READABLE), (10, READABLE)])[1] == Split(write_5m=1, read=1)
 
 
 def test_one_reuse_after_6_minutes_is_cheaper_uncached_twice() -> None:
@@ -48,8 +49,14 @@ def test_the_lifetime_is_strict_and_counts_from_the_last_use() -> None:
 
 
 def test_a_request_below_the_minimum_pays_full_and_refreshes_nothing() -> None:
-    assert cost(0, (100, False), 200) == 2.35  # 1.25 + 1.0 + 0.1
-    assert cost(0, (250, False), 400) == 1.0 + 1.0 + 1.0  # the use at 250 s did not refresh the 5m write
+    assert cost(0, (100, NONE), 200) == 2.35  # 1.25 + 1.0 + 0.1
+    assert cost(0, (250, NONE), 400) == 1.0 + 1.0 + 1.0  # the use at 250 s did not refresh the 5m write
+
+
+def test_a_use_that_cannot_read_pays_and_keeps_the_lifetime() -> None:
+    # at 100 s the token is cached (elsewhere) but this request cannot read it: it pays 1x, the entry lives on
+    assert cost(0, (100, WRITE), 200) == 2.35  # 1.25 + 1.0 + 0.1
+    assert cost((0, WRITE), (10, WRITE)) == 2.0  # never readable: a write would be wasted
 
 
 def body(system: str, *texts: str) -> dict[str, Any]:
@@ -101,6 +108,19 @@ def test_a_growing_chain_worked_by_hand() -> None:
     assert lower_bound(requests, min_cacheable=1024) == expected
     everything_uncached = 4 * (ts + t1) + 3 * (ta1 + t2) + 2 * (ta2 + t3) + ta3 + t4
     assert lower_bound(requests, min_cacheable=10**6) == Split(uncached=everything_uncached)
+
+
+def test_a_branch_below_the_minimum_reads_nothing() -> None:
+    """R1 = S + a and R2 = S + b at 10 s share only S, 2,000 tokens, below the 4,096 minimum: R2 can read
+    nothing (a read entry is a prefix of R2 written by R1, at least 4,096 long), so S is sent twice.
+    R3 = R1 + c at 20 s shares S + a (over the minimum): S and a are read there, written 5m by R1."""
+    s, a, b, c = "S" * 8000, "a" * 12000, "b" * 12000, "c" * 400
+    requests = [(0.0, body(s, a)), (10.0, body(s, b)), (20.0, body(s, a, c))]
+    ts, ta, tb, tc = map(tokens, (s, a, b, c))
+    assert ts < 4096 <= ts + ta
+    # S: 5m write at 0 s, 1x at 10 s (it cannot be read there, and stays cached), read at 20 s
+    expected = Split(uncached=ts + tb + tc, write_5m=ts + ta, read=ts + ta)
+    assert lower_bound(requests, min_cacheable=4096) == expected
 
 
 # ---- validity: no placement billed by the emulator goes below the bound -------------------------------------
