@@ -208,6 +208,8 @@ class AuditLog:
         }
         if outcome is not None:
             body["outcome"] = outcome
+        if decision.hooks:  # every user hook's answer, with the hook's name (issue 12 §4)
+            body["hooks"] = decision.hooks
         ensure_dir(self.path.parent)
         fd, created = self._open()
         try:

@@ -74,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="server mode: replay, check and lock this session, then announce it to the editor",
     )
     _add_globals(p, 0)
-    sub = p.add_subparsers(dest="command", metavar="{run,demo,sessions,audit,doctor}", parser_class=_Parser)
+    sub = p.add_subparsers(
+        dest="command", metavar="{run,demo,sessions,audit,doctor,trust}", parser_class=_Parser
+    )
 
     run = sub.add_parser("run", help="run one turn of the agent in the terminal")
     run.add_argument("--workspace", metavar="DIR", help="the project folder (default: .)")
@@ -88,7 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--base-url", metavar="URL", help="the API endpoint, e.g. http://127.0.0.1:11434/v1")
     run.add_argument("--scenario", metavar="FILE", help="replies for --provider scripted (docs/scenarios.md)")
     run.add_argument("--yes", action="store_true", help="answer every approval with allow")
-    run.add_argument("--allow", metavar="TOOL", action="append", default=[], help="allow TOOL without asking")
+    run.add_argument(
+        "--allow",
+        metavar="TOOL",
+        action="append",
+        default=[],
+        help="allow TOOL, or TOOL(pattern) such as 'run_command(npm test)', without asking",
+    )
     _add_globals(run, 1)
 
     demo = sub.add_parser("demo", help="one offline turn on the bundled emulated model, shown step by step")
@@ -112,7 +120,77 @@ def build_parser() -> argparse.ArgumentParser:
         _add_globals(leaf, 2)
     _add_audit_parser(sub)
     _add_doctor_parser(sub)
+    _add_trust_parser(sub)
     return p
+
+
+def _add_trust_parser(sub: Any) -> None:
+    """`agentd trust [DIR] [--revoke] [--list]` (issue 12 §5; docs/security.md)."""
+    trust = sub.add_parser("trust", help="let a workspace's own hooks run (or --revoke, --list)")
+    trust.add_argument("workspace", nargs="?", default=".", metavar="DIR", help="the workspace (default: .)")
+    trust.add_argument("--revoke", action="store_true", help="no longer trust it")
+    trust.add_argument("--list", action="store_true", help="list the trusted workspaces")
+    _add_globals(trust, 1)
+
+
+def _trust(args: argparse.Namespace) -> int:
+    """Trust a workspace with the hooks it defines now, forget it, or list the trusted ones."""
+    from agentd.config import load_settings
+    from agentd.core.factory import trust_store, workspace_definitions
+    from agentd.permissions.trust import definitions_digest
+
+    store = trust_store()
+    if args.list:
+        for entry in store.entries():
+            sys.stdout.write(
+                f"{entry['workspace']}  (trusted {entry.get('at', '?')}, {entry['digest'][:19]})\n"
+            )
+        return EXIT_OK
+    workspace = _workspace(args.workspace)
+    if args.revoke:
+        was = store.revoke(workspace)
+        console.line(f"agentd: {workspace} is {'no longer' if was else 'not'} trusted")
+        return EXIT_OK
+    definitions = workspace_definitions(load_settings(workspace))
+    store.trust(workspace, definitions_digest(definitions))
+    console.line(f"agentd: {workspace} is trusted; its hooks run from the next session on")
+    for point, items in definitions["hooks"].items():
+        for hook in items:
+            console.line(f"  {point}: {hook['command']}")
+    return EXIT_OK
+
+
+def _ask_trust(workspace: Path, settings: Any, tty: str = "/dev/tty") -> None:
+    """Issue 12 §5, asked once: when the workspace defines hooks the user has not trusted (with exactly
+    these definitions), ask on the terminal; a yes is remembered (`agentd trust --revoke DIR` undoes it).
+    No terminal, or no: the session runs without them (the factory says so)."""
+    from agentd.core.factory import trust_store, workspace_definitions
+    from agentd.permissions.trust import definitions_digest
+    from agentd.text import visible
+
+    if not settings.workspace_hooks.any():
+        return
+    store = trust_store()
+    definitions = workspace_definitions(settings)
+    digest = definitions_digest(definitions)
+    if store.is_trusted(workspace, digest):
+        return
+    lines = [f"{point}: {h['command']}" for point, items in definitions["hooks"].items() for h in items]
+    question = (
+        f"\n[agentd] {workspace}/.agentd/config.toml defines hooks, commands that would run with your rights:\n"
+        + "".join(f"  {visible(line, one_line=True)}\n" for line in lines)
+        + "Trust this workspace and run them? [y/N]: "
+    )
+    try:
+        fd = os.open(tty, os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return
+    with os.fdopen(fd, "r+", encoding="utf-8", errors="replace") as term:
+        term.write(question)
+        term.flush()
+        answer = term.readline().strip().lower()
+    if answer in ("y", "yes"):
+        store.trust(workspace, digest)
 
 
 def _add_doctor_parser(sub: Any) -> None:
@@ -241,6 +319,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _audit(args)
     if args.command == "doctor":
         return _doctor(args)
+    if args.command == "trust":
+        return _trust(args)
     return _serve(args)
 
 
@@ -342,6 +422,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     for w in warnings:
         console.line(f"agentd: warning: {w}")
+    _ask_trust(workspace, settings)
     setup = TurnSetup(
         prompt=args.prompt,
         workspace=workspace,

@@ -16,11 +16,12 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentd.errors import ConfigError
 
@@ -61,8 +62,19 @@ class StoreSettings(_Section):
 
 
 class RuleSetting(_Section):
+    """`{tool, action, network?}`: `tool` is a tool name or `tool(pattern)` (agentd.permissions.rules)."""
+
     tool: str
     action: Literal["allow", "ask", "deny"]
+    network: bool = False
+
+    @field_validator("tool")
+    @classmethod
+    def _target(cls, value: str) -> str:
+        from agentd.permissions.rules import parse_target
+
+        parse_target(value)  # ValueError names the form to use
+        return value.strip()
 
 
 class PermissionSettings(_Section):
@@ -86,6 +98,36 @@ class SandboxSettings(_Section):
     @classmethod
     def _shorthand(cls, data: Any) -> Any:
         return {"mode": data} if isinstance(data, str) else data
+
+
+class HookSetting(_Section):
+    """One `[[hooks.<point>]]` entry (issue 12 §4; docs/hooks.md)."""
+
+    command: str = Field(min_length=1)
+    name: str | None = None
+    matcher: str | None = None
+    timeout_s: float = Field(10.0, gt=0, alias="timeoutS")
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher(cls, value: str | None) -> str | None:
+        if value not in (None, "", "*"):
+            from agentd.permissions.rules import parse_target
+
+            parse_target(value)
+        return value
+
+
+class HooksSettings(_Section):
+    """`[[hooks.before_tool]]`, `after_tool`, `before_model`, `turn_end`: commands run at those points."""
+
+    before_tool: list[HookSetting] = Field(default_factory=list, alias="beforeTool")
+    after_tool: list[HookSetting] = Field(default_factory=list, alias="afterTool")
+    before_model: list[HookSetting] = Field(default_factory=list, alias="beforeModel")
+    turn_end: list[HookSetting] = Field(default_factory=list, alias="turnEnd")
+
+    def any(self) -> bool:
+        return bool(self.before_tool or self.after_tool or self.before_model or self.turn_end)
 
 
 class OpenAISettings(_Section):
@@ -113,6 +155,8 @@ class Settings(_Section):
     store: StoreSettings = Field(default_factory=StoreSettings)  # type: ignore[arg-type]
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)  # type: ignore[arg-type]
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # type: ignore[arg-type]
+    hooks: HooksSettings = Field(default_factory=HooksSettings)  # type: ignore[arg-type]
+    workspace_hooks: HooksSettings = Field(default_factory=HooksSettings, alias="workspaceHooks")  # type: ignore[arg-type]
     openai: OpenAISettings = Field(default_factory=OpenAISettings)  # type: ignore[arg-type]
     auth_token: str | None = Field(None, alias="authToken")
 
@@ -139,7 +183,14 @@ def known_tool_names() -> list[str]:
 
 def tool_name_problem(name: str) -> str | None:
     """None when `name` is a tool a rule (or `--allow`) can name: a built-in tool or `mcp__SERVER__TOOL`;
-    else what is wrong, with a "did you mean" when a known name is close (H13)."""
+    else what is wrong, with a "did you mean" when a known name is close (H13). A pattern in parentheses
+    (`run_command(npm test)`, issue 12) names the tool before it."""
+    from agentd.permissions.rules import parse_target
+
+    try:
+        name = parse_target(name)[0]
+    except ValueError as exc:
+        return str(exc)
     known = known_tool_names()
     if name in known or MCP_TOOL.fullmatch(name):
         return None
@@ -174,6 +225,31 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc}); fix or remove the file") from exc
+
+
+WORKSPACE_FILE_MAX_BYTES = 1 << 20
+
+
+def workspace_file_problem(path: Path, root: Path, max_bytes: int = WORKSPACE_FILE_MAX_BYTES) -> str | None:
+    """Why a file a workspace supplies as configuration may not be read, or None (issue 12 §5): it must be
+    a regular file of at most `max_bytes` whose real path lies inside `root` (no FIFO, device or socket,
+    which could block or never end, and no link leading out, e.g. to /etc/passwd). Never blocks: only
+    lstat/stat are used. A missing file is fine (None)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None if not os.path.islink(path) else "a symbolic link to nothing"
+    except OSError as exc:
+        return f"cannot inspect it ({exc.strerror})"
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if not (real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)):
+        return f"a link leading out of the workspace (to {real})"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a FIFO, device or socket)"
+    if st.st_size > max_bytes:
+        return f"larger than {max_bytes} bytes ({st.st_size}); a config file is small"
+    return None
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
@@ -332,6 +408,11 @@ def lenient_options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
     warnings: list[str] = []
     data = _to_snake(options)
     data.pop("auth_token", None)
+    for key in ("hooks", "workspace_hooks"):  # commands to run: only from config files (docs/hooks.md)
+        if data.pop(key, None) is not None:
+            warnings.append(
+                f"initializationOptions.{key} ignored: hooks are read from config.toml files only."
+            )
     for _ in range(64):
         try:
             Settings.model_validate(data)
@@ -426,13 +507,18 @@ def load_settings(
     user = _drop_unknown(_to_snake(_read_toml(user_path)), str(user_path), warns)
     _validate_file(user, user_path)
     _rule_warnings(user, str(user_path), warns)
-    merged = user
+    merged = {k: v for k, v in user.items() if k != "workspace_hooks"}  # only a workspace file sets those
     if workspace is not None:
         ws_path = workspace / ".agentd" / "config.toml"
-        raw_ws = _read_toml(ws_path)
+        problem = workspace_file_problem(ws_path, workspace)
+        if problem is not None:  # a bad workspace file is a warning; the other layers still apply
+            warns.append(f"{ws_path}: {problem}; it was not read")
+        raw_ws = {} if problem is not None else _read_toml(ws_path)
         ws = _drop_unknown(_restrict_workspace(raw_ws, warns, ws_path), str(ws_path), warns)
         _validate_file(ws, ws_path)
         _rule_warnings(_to_snake(raw_ws), str(ws_path), warns)  # indexes as in the file
+        if "hooks" in ws:  # a workspace's hooks run only once the user trusts it (issue 12 §5)
+            ws["workspace_hooks"] = ws.pop("hooks")
         user_rules = (merged.get("permissions") or {}).get("rules")
         user_sandbox = merged.get("sandbox") if isinstance(merged.get("sandbox"), dict) else None
         merged = _merge(merged, ws)

@@ -328,6 +328,9 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         printer.end()
+        hooks = getattr(session.p.gate, "user_hooks", None)
+        if hooks is not None:
+            await hooks.drain()  # observing hooks (after_tool, turn_end) finish before the process ends
         session.close()
     return TurnOutcome(_exit_code(printer, report, stop, interrupted), session.id, printer.totals)
 

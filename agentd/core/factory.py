@@ -14,17 +14,21 @@ from typing import Any
 
 from agentd.audit import AuditLog
 from agentd.clock import Clock, default_clock
-from agentd.config import Settings, user_config_path
+from agentd.config import HooksSettings, Settings, user_config_path
 from agentd.core.context import Context
 from agentd.core.hooks import Hooks
 from agentd.core.prompts import system_blocks
 from agentd.core.session import EventSink, Session, SessionParts
 from agentd.core.todos import TodoTracker
+from agentd.core.user_hooks import POINTS, HookSpec, UserHooks
+from agentd.errors import ConfigError
 from agentd.log import LineWriter, stderr_line
 from agentd.permissions.approver import Approver
 from agentd.permissions.gate import Gate, Grants
 from agentd.permissions.protected import ProtectedPaths
 from agentd.permissions.rules import Rule
+from agentd.permissions.signing import GrantKey, GrantKeyError, RecordSigner
+from agentd.permissions.trust import TRUST_FILE, TrustStore, definitions_digest
 from agentd.persistence.paths import DataDir, new_session_id
 from agentd.persistence.store import SessionStore
 from agentd.providers.base import Provider
@@ -48,6 +52,51 @@ def protected_paths(settings: Settings, data_dir: DataDir) -> ProtectedPaths:
     )
 
 
+def grant_key() -> bytes:
+    """The per-user key that signs grants and mode changes (agentd.permissions.signing): `grant.key` in
+    the user config dir. Raises ConfigError (exit 2) when it cannot be used."""
+    path = user_config_path().parent / "grant.key"
+    try:
+        return GrantKey.load_or_create(path)
+    except OSError as exc:
+        raise ConfigError(str(exc) if isinstance(exc, GrantKeyError) else f"{path}: {exc}") from None
+
+
+def trust_store() -> TrustStore:
+    """The user's trusted workspaces (agentd.permissions.trust): `trust.json` in the user config dir."""
+    return TrustStore(user_config_path().parent / TRUST_FILE, grant_key())
+
+
+def workspace_definitions(settings: Settings) -> dict[str, Any]:
+    """What the workspace config defines that runs code, which trust is bound to (its digest)."""
+    return {"hooks": settings.workspace_hooks.model_dump()}
+
+
+def user_hooks(settings: Settings, root: Path, lines: LineWriter, session_id: str = "") -> UserHooks:
+    """The session's hooks: the user's, then the workspace's when the user trusts this workspace with
+    exactly these definitions (otherwise one line says how to trust it)."""
+    specs = _specs(settings.hooks, "user")
+    if settings.workspace_hooks.any():
+        digest = definitions_digest(workspace_definitions(settings))
+        if trust_store().is_trusted(root, digest):
+            specs += _specs(settings.workspace_hooks, str(root))
+        else:
+            lines(
+                f"[Hook] the hooks of {root}/.agentd/config.toml do not run: this workspace is not trusted "
+                f"(or its hooks changed since). Trust it with: agentd trust {root}"
+            )
+    return UserHooks(specs, root, api_key_env=settings.api_key_env, write=lines, session_id=session_id)
+
+
+def _specs(hooks: HooksSettings, origin: str) -> list[HookSpec]:
+    out: list[HookSpec] = []
+    for point in POINTS:
+        for h in getattr(hooks, point):
+            name = h.name or (h.command.split() or ["hook"])[0]
+            out.append(HookSpec(point, name, h.command, h.matcher, h.timeout_s, origin))
+    return out
+
+
 def launcher(settings: Settings, root: Path, protected: ProtectedPaths) -> Launcher:
     """The session's launcher for `run_command` (issue 12): `sandbox.*` over the workspace `root`."""
     box = settings.sandbox
@@ -69,10 +118,14 @@ def _parts(
     hooks = Hooks(line_writer=lines)
     hooks.add_before_model("todo_reminder", todos.before_model)
     registry = ToolRegistry([TodoWrite(), *default_tools()])
-    rules = [Rule(tool=r.tool, action=r.action) for r in settings.permissions.rules]
+    rules = [Rule(tool=r.tool, action=r.action, network=r.network) for r in settings.permissions.rules]
+    root = Path(os.path.realpath(cwd))
+    protected = protected_paths(settings, data_dir)
+    hooks_of_user = user_hooks(settings, root, lines, session_id)
+    hooks_of_user.register(hooks)
 
     def persist_grant(tool: str, kind: str) -> None:
-        store.append("grant", {"tool": tool, "grant": kind})
+        store.append("grant", gate.permission_record("grant", {"tool": tool, "grant": kind}))
 
     gate = Gate(
         rules=rules,
@@ -85,10 +138,13 @@ def _parts(
         session_id=session_id,
         line_writer=lines,
         on_grant=persist_grant,
+        roots=[root],
+        protected=protected,
+        signer=RecordSigner(grant_key(), session_id),
+        user_hooks=hooks_of_user,
     )
     secrets = secrets_of(settings)
     audit = AuditLog(data_dir.audit_path(session_id), secrets=secrets, write_blob=store.write_blob)
-    root = Path(os.path.realpath(cwd))
     tool_ctx = ToolContext(
         root=root,
         read_max_bytes=settings.tools.read_max_bytes,
@@ -96,7 +152,7 @@ def _parts(
         run_timeout_s=settings.tools.run_timeout_s,
         env=child_env(os.environ, settings.api_key_env, settings.sandbox.pass_env),
         state={"todos": todos, "api_key_env": settings.api_key_env, "pass_env": settings.sandbox.pass_env},
-        launcher=launcher(settings, root, protected_paths(settings, data_dir)),
+        launcher=launcher(settings, root, protected),
     )
     say_missing_once(tool_ctx.launcher, lines)
     return SessionParts(

@@ -8,7 +8,8 @@ Owns: `ApprovalRequest`, `ApprovalOutcome`, the `Approver` protocol and three ap
 - `QueueApprover`: a test double answering from a queue, or never (until `answer()` is called).
 The editor approver (requestPermission over LSP/ACP) lives in the adapters, which implement `Approver`.
 
-Imports agentd.tools.base (`Preview`) only; never pygls, lsprotocol, acp or agentd.adapters.
+Imports agentd.tools.base (`Preview`) and agentd.permissions.rules (for `--allow` patterns); never pygls,
+lsprotocol, acp or agentd.adapters.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from agentd.permissions.rules import Rule, parse_target, subject_of, verdicts
 from agentd.tools.base import Preview, visible
 
 ApprovalOption = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
@@ -40,7 +43,9 @@ def timed_out_text(timeout_s: float) -> str:
 @dataclass(frozen=True)
 class ApprovalRequest:
     """One approval question. `timeout_s`: `permissions.approval_timeout_s`, seconds; `raw_input`: the
-    tool_use input as the model gave it (for the editor's `rawInput`)."""
+    tool_use input as the model gave it (for the editor's `rawInput`); `options`: the answers offered
+    (PROTOCOL.md §6.10, built by the gate; empty: the four base options); `protected`: the protected-path
+    class that forced this question (issue 12 §3), which only a person may answer."""
 
     session_id: str
     tool_use_id: str
@@ -49,6 +54,8 @@ class ApprovalRequest:
     preview: Preview
     timeout_s: float = 120.0
     raw_input: Any = None
+    options: tuple[dict[str, Any], ...] = ()
+    protected: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,8 @@ class ApprovalOutcome:
     `decided_by`: `user`, or `timeout` / `cancel` when nobody answered; `rule`: the preset flag that
     answered (`--yes`, `--allow run_command`); `detail`: why there was no answer (`no terminal to ask`);
     `note`: how the front end describes who answered, shown in the `[Permission]` line instead of
-    `decided_by` (`auto-answered by --yes`; never audited: the audit keeps `decided_by` and `rule`)."""
+    `decided_by` (`auto-answered by --yes`; never audited: the audit keeps `decided_by` and `rule`).
+    `option_id`: the exact option picked when it is not the kind's own id (`allow_always_prefix`)."""
 
     option: ApprovalOption
     reason: str | None = None
@@ -65,6 +73,7 @@ class ApprovalOutcome:
     rule: str | None = None
     detail: str | None = None
     note: str | None = None
+    option_id: str | None = None
 
 
 class Approver(Protocol):
@@ -75,7 +84,8 @@ class Approver(Protocol):
 
 class PresetApprover:
     """`--yes` answers every approval with allow; `--allow TOOL` answers approvals for TOOL; the rest go
-    to `fallback` (e.g. the `TerminalApprover`)."""
+    to `fallback` (e.g. the `TerminalApprover`). A question about a protected path always goes to the
+    fallback: `--yes` never writes agentd's config, its data dir, `.git/` or a shell start-up file."""
 
     def __init__(self, yes: bool, allow: Iterable[str], fallback: Approver) -> None:
         self.yes = yes
@@ -83,12 +93,29 @@ class PresetApprover:
         self.fallback = fallback
 
     async def request(self, req: ApprovalRequest) -> ApprovalOutcome:
+        if req.protected is not None:  # a protected path is asked every time, of a person (issue 12 §3)
+            return await self.fallback.request(req)
         if self.yes:
             return ApprovalOutcome(option="allow_once", rule="--yes", note="auto-answered by --yes")
-        if req.tool_name in self.allow:
-            rule = f"--allow {req.tool_name}"
+        target = self._allowed_by(req)
+        if target is not None:
+            rule = f"--allow {target}"
             return ApprovalOutcome(option="allow_once", rule=rule, note=f"auto-answered by {rule}")
         return await self.fallback.request(req)
+
+    def _allowed_by(self, req: ApprovalRequest) -> str | None:
+        """The `--allow` target that covers the whole call: the tool's name, or patterns (every part of a
+        command, as a rule would: `--allow 'run_command(npm test)'`)."""
+        if req.tool_name in self.allow:
+            return req.tool_name
+        mine = [t for t in sorted(self.allow) if parse_target(t)[0] == req.tool_name]
+        if not mine:
+            return None
+        p = req.preview
+        roots = [Path(p.cwd)] if p.cwd else []
+        subject = subject_of(req.tool_name, command=p.command, path=p.path, roots=roots)
+        parts = verdicts(subject, [Rule(tool=t, action="allow") for t in mine])
+        return ", ".join(mine) if all(v.action == "allow" for v in parts) else None
 
 
 @dataclass
@@ -161,8 +188,15 @@ def render_prompt(req: ApprovalRequest) -> str:
     else:
         lines.append(p.summary)
     text = "\n".join(line for line in lines if line)
+    always = next((o for o in req.options if o.get("kind") == "allow_always"), None)
+    if req.options and always is None:
+        choices = "\nAllow? [o]nce / [d]eny: "
+    elif always is not None and always.get("optionId") != "allow_always":
+        choices = f"\nAllow? [o]nce / [a]lways ({always.get('name', '')}) / [d]eny: "
+    else:
+        choices = "\nAllow? [o]nce / [a]lways / [d]eny: "
     # control characters shown as \xNN: a command must not hide what it does (`cmd #\r\x1b[K$ ls`)
-    return visible(text) + "\nAllow? [o]nce / [a]lways / [d]eny: "
+    return visible(text) + visible(choices)
 
 
 class TerminalApprover:
@@ -221,7 +255,8 @@ class TerminalApprover:
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
                 option = _ANSWERS.get(line.decode("utf-8", "replace").strip().lower())
-                if option is not None:
+                offered = {o.get("kind") for o in req.options} or {option}
+                if option is not None and option in offered:
                     return ApprovalOutcome(option=option)
                 _write_all(fd, "Please answer o, a or d: ")
 

@@ -16,9 +16,11 @@ acp or agentd.adapters.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,12 +28,27 @@ from agentd.clock import Clock, SystemClock
 from agentd.core.hooks import Hooks, HookVerdict
 from agentd.permissions.approver import (
     NO_TERMINAL,
+    ApprovalOption,
     ApprovalOutcome,
     ApprovalRequest,
     Approver,
     timed_out_text,
 )
-from agentd.permissions.rules import DEFAULT_RULES, Action, Rule, rule_label, strictest
+from agentd.permissions.protected import READ_PROTECTED, ProtectedPaths
+from agentd.permissions.signing import RecordSigner
+
+if TYPE_CHECKING:
+    from agentd.core.user_hooks import HookAnswer, UserHooks
+from agentd.permissions.rules import (
+    PATH_TOOLS,
+    PartVerdict,
+    Rule,
+    Subject,
+    command_prefix,
+    subject_of,
+    verdicts,
+)
+from agentd.protocol.approvals import permission_options
 from agentd.tools.base import Preview, visible
 
 _log = logging.getLogger("agentd")
@@ -57,6 +74,7 @@ class Decision(BaseModel):
     answered; `reason`: the user's rejection reason, if any; `note`: the front end's words for who answered
     (`auto-answered by --yes`, `no terminal to ask; use --yes or --allow write_file`), shown in the
     `[Permission]` line in place of `decided_by` and never audited.
+    `hooks`: what each user hook answered (`{"hook", "decision", "reason", "failed"}`), for the audit log.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -68,6 +86,7 @@ class Decision(BaseModel):
     option: str | None = None
     reason: str | None = None
     note: str | None = None
+    hooks: list[dict[str, Any]] | None = None
 
     @property
     def allowed(self) -> bool:
@@ -155,6 +174,24 @@ def _log_line(line: str) -> None:
     _log.info(line)
 
 
+def _first(parts: list[PartVerdict], action: str, source: str) -> PartVerdict | None:
+    return next((v for v in parts if v.action == action and v.source == source), None)
+
+
+def _label(parts: list[PartVerdict]) -> str | None:
+    """The `rule` of a decision: the one label of a single-part call, else the distinct labels joined."""
+    labels = list(dict.fromkeys(v.label for v in parts if v.label))
+    return "; ".join(labels) if labels else None
+
+
+def _offered(req: ApprovalRequest, outcome: ApprovalOutcome) -> dict[str, Any] | None:
+    """The offered option the answer picked: by option id, else the first of that kind."""
+    options = list(req.options) or permission_options(req.tool_name)
+    wanted = outcome.option_id or outcome.option
+    found = next((o for o in options if o["optionId"] == wanted), None)
+    return found or next((o for o in options if o["kind"] == outcome.option), None)
+
+
 class Gate:
     """Decides allow or deny for one tool_use of one session (CONTRACTS.md §5, decision order 1-8).
 
@@ -177,8 +214,17 @@ class Gate:
         session_id: str = "",
         line_writer: Callable[[str], None] | None = None,
         on_grant: Callable[[str, GrantKind], None] | None = None,
+        roots: Sequence[Path] = (),
+        protected: ProtectedPaths | None = None,
+        signer: RecordSigner | None = None,
+        user_hooks: UserHooks | None = None,
     ) -> None:
+        self.signer = signer
+        self.user_hooks = user_hooks
+        self._answers: list[HookAnswer] = []
         self.rules = tuple(rules)
+        self.roots = tuple(roots)
+        self.protected = protected
         self.grants = grants if grants is not None else Grants()
         self.mode: Mode = mode
         self.hooks = hooks
@@ -189,13 +235,32 @@ class Gate:
         self._write = line_writer or _log_line
         self._on_grant = on_grant
 
+    def permission_record(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """A `grant` or `mode` record's payload as agentd writes it: signed (issue 12 §3)."""
+        return self.signer.sign(kind, payload) if self.signer is not None else payload
+
+    def accept_record(self, kind: str, record: Mapping[str, Any]) -> bool:
+        """Whether replay may honour a `grant` or `mode` record: agentd signed it, in this place."""
+        if self.signer is not None and not self.signer.accept(kind, record):
+            _log.warning(
+                "session %s: ignored a %s record that agentd did not write (no valid signature): %s",
+                self.session_id,
+                kind,
+                visible(json.dumps({k: v for k, v in record.items() if k != "mac"})[:200], one_line=True),
+            )
+            return False
+        return True
+
     async def decide(
         self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None = None
     ) -> Decision:
         """The decision for a validated call; asks the approver when the order ends in "ask".
 
         Raises `asyncio.CancelledError` if the turn is cancelled while waiting (see `Decision.cancelled`)."""
+        self._answers = []
         decision = await self._decide(tool_name, args, preview, tool_use_id, title)
+        if self._answers:
+            decision = decision.model_copy(update={"hooks": [a.to_json() for a in self._answers]})
         self.log(tool_name, decision)
         return decision
 
@@ -210,36 +275,92 @@ class Gate:
     async def _decide(
         self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None
     ) -> Decision:
-        configured = strictest(self.rules, tool_name)
-        if configured is not None and configured.action == "deny":  # 1
-            deny_label = rule_label(configured)
-            return Decision(decision="deny", decided_by="rule", rule=deny_label, detail=deny_label)
-        if tool_name in self.grants.reject_always:  # 2
-            return Decision(decision="deny", decided_by="grant", rule="reject_always", detail="reject_always")
-        verdict = self.hooks.before_tool(tool_name, args) if self.hooks else HookVerdict()
+        subject = self._subject(tool_name, preview)
+        allow_grants = [Rule(tool=t, action="allow") for t in sorted(self.grants.allow_always)]
+        reject_grants = [Rule(tool=t, action="deny") for t in sorted(self.grants.reject_always)]
+        network = preview.escalation == "network"
+        parts = verdicts(subject, self.rules, allow_grants, reject_grants, network=network)
+        denied = _first(parts, "deny", "rule") or _first(parts, "deny", "grant")
+        if denied is not None:  # 1, 2
+            by: DecidedBy = "grant" if denied.source == "grant" else "rule"
+            return Decision(decision="deny", decided_by=by, rule=denied.label, detail=denied.label or "deny")
+        verdict = await self._hook_verdict(tool_name, args, preview, tool_use_id)
         if verdict.block:  # 3
             return Decision(
                 decision="deny", decided_by="hook", rule=verdict.hook or None, detail=verdict.reason
             )
         if self.mode == "readOnly" and tool_name in READ_ONLY_DENIED:  # 4
             return Decision(decision="deny", decided_by="mode", rule="readOnly", detail="readOnly")
-        if tool_name in self.grants.allow_always:  # 5
-            return Decision(decision="allow", decided_by="grant", rule="allow_always", detail="allow_always")
-        if self._mode_allows(tool_name, preview):  # 6
-            return Decision(decision="allow", decided_by="mode", rule=self.mode, detail=self.mode)
-        action, label = self._rule_action(configured, tool_name)  # 7, 8
-        if action == "allow":
-            return Decision(decision="allow", decided_by="rule", rule=label, detail=label or "allow")
-        if action == "deny":  # only reachable through a default rule; none is deny today
-            return Decision(decision="deny", decided_by="rule", rule=label, detail=label or "deny")
-        if verdict.allow:  # a hook's allow waives an ask, nothing more
-            return Decision(
-                decision="allow",
-                decided_by="hook",
-                rule=verdict.hook or None,
-                detail=verdict.reason or "allowed",
+        forced = self._forced_ask(tool_name, preview, subject)  # 4b: protected paths, leaving the sandbox
+        asked_by_hook = next((a for a in self._answers if a.decision == "ask"), None)
+        if forced is None and asked_by_hook is not None:  # a hook that asks (or failed): a person decides
+            forced = f"hook:{asked_by_hook.hook}"
+        label = _label(parts)
+        if forced is None:
+            if all(v.action == "allow" and v.source == "grant" for v in parts):  # 5
+                return Decision(
+                    decision="allow", decided_by="grant", rule=label, detail=label or "allow_always"
+                )
+            explicit_ask = any(v.action == "ask" and v.source == "rule" for v in parts)
+            if not explicit_ask and self._mode_allows(tool_name, preview):  # 6
+                return Decision(decision="allow", decided_by="mode", rule=self.mode, detail=self.mode)
+            if all(v.action == "allow" for v in parts):  # 7, 8
+                by = "grant" if all(v.source == "grant" for v in parts) else "rule"
+                return Decision(decision="allow", decided_by=by, rule=label, detail=label or "allow")
+            if verdict.allow:  # a hook's allow waives an ask, nothing more
+                return Decision(
+                    decision="allow",
+                    decided_by="hook",
+                    rule=verdict.hook or None,
+                    detail=verdict.reason or "allowed",
+                )
+        asking = [v for v in parts if v.action != "allow"]
+        ask_label = forced or _label(asking) or label
+        return await self._ask(tool_name, args, preview, tool_use_id, title, ask_label, subject, forced)
+
+    async def _hook_verdict(
+        self, tool_name: str, args: Any, preview: Preview, tool_use_id: str
+    ) -> HookVerdict:
+        """The in-process hooks' verdict, then the user hooks' answers (kept in `_answers` for the audit
+        log): a user hook's deny blocks (step 3), its allow only waives an ask."""
+        verdict = self.hooks.before_tool(tool_name, args) if self.hooks else HookVerdict()
+        if verdict.block or self.user_hooks is None:
+            return verdict
+        raw = args.model_dump() if isinstance(args, BaseModel) else args
+        event = {"event": "before_tool", "sessionId": self.session_id, "toolUseId": tool_use_id,
+                 "tool": tool_name, "input": raw, "cwd": str(self.roots[0]) if self.roots else None,
+                 "mode": self.mode}  # fmt: skip
+        self._answers = await self.user_hooks.before_tool(event, tool_name, preview)
+        denied = next((a for a in self._answers if a.decision == "deny"), None)
+        if denied is not None:
+            return HookVerdict(
+                block=True, reason=denied.reason or f"denied by hook {denied.hook}", hook=denied.hook
             )
-        return await self._ask(tool_name, args, preview, tool_use_id, title, label)
+        allowed = next((a for a in self._answers if a.decision == "allow"), None)
+        if allowed is not None and not verdict.allow:
+            return HookVerdict(allow=True, reason=allowed.reason or "allowed", hook=allowed.hook)
+        return verdict
+
+    def _subject(self, tool_name: str, preview: Preview) -> Subject:
+        command = preview.command if tool_name == "run_command" else None
+        path = preview.path if tool_name in PATH_TOOLS else None
+        return subject_of(tool_name, command=command, path=path, roots=self.roots)
+
+    def _forced_ask(self, tool_name: str, preview: Preview, subject: Subject) -> str | None:
+        """Asks that no rule, mode, grant or hook answers (issue 12 §1, §3): a write to a protected path
+        (and a read of agentd's data dir or a credential store), or a command that leaves the sandbox.
+        Returns the label (`protected:git_internals`, `unsandboxed`) or None."""
+        if self.protected is not None:
+            for item in subject.items:
+                if item.path is None:
+                    continue
+                cls = self.protected.classify(item.path)
+                writes = item.tool in ("write_file", "edit_file")
+                if cls is not None and (writes or cls in READ_PROTECTED):
+                    return f"protected:{cls}"
+        if preview.escalation == "outside the sandbox":
+            return "unsandboxed"
+        return None
 
     def _mode_allows(self, tool_name: str, preview: Preview) -> bool:
         """Step 6: `acceptEdits` allows edits; `auto` also allows a command that runs in the sandbox and
@@ -247,14 +368,6 @@ class Gate:
         if self.mode in ("acceptEdits", "auto") and tool_name in ACCEPT_EDITS_ALLOWED:
             return True
         return self.mode == "auto" and preview.sandboxed and preview.escalation is None
-
-    def _rule_action(self, configured: Rule | None, tool_name: str) -> tuple[Action, str | None]:
-        if configured is not None:
-            return configured.action, rule_label(configured)
-        default = strictest(DEFAULT_RULES, tool_name)
-        if default is not None:
-            return default.action, rule_label(default, default=True)
-        return "ask", None  # a tool no rule names: ask (safe side)
 
     async def _ask(
         self,
@@ -264,8 +377,11 @@ class Gate:
         tool_use_id: str,
         title: str | None,
         label: str | None,
+        subject: Subject,
+        forced: str | None,
     ) -> Decision:
         raw = args.model_dump() if isinstance(args, BaseModel) else args
+        protected = forced.removeprefix("protected:") if forced and forced.startswith("protected:") else None
         req = ApprovalRequest(
             session_id=self.session_id,
             tool_use_id=tool_use_id,
@@ -274,9 +390,27 @@ class Gate:
             preview=preview,
             timeout_s=self.approval_timeout_s,
             raw_input=raw,
+            options=tuple(self._options(tool_name, preview, subject, protected)),
+            protected=protected,
         )
         outcome = await self._wait_for_answer(req)
-        return self._from_outcome(tool_name, outcome, label)
+        return self._from_outcome(tool_name, outcome, label, req)
+
+    @staticmethod
+    def _options(
+        tool_name: str, preview: Preview, subject: Subject, protected: str | None
+    ) -> list[dict[str, Any]]:
+        """The answers offered (PROTOCOL.md §6.10): a protected path is asked every time (no "always");
+        a command's "always" is its prefix (`run_command(npm test)`), and a command with no single prefix
+        gets no "always" (it would allow every command)."""
+        if protected is not None:
+            return [o for o in permission_options(tool_name) if o["kind"] in ("allow_once", "reject_once")]
+        if tool_name != "run_command" or preview.command is None:
+            return permission_options(tool_name)
+        prefix = command_prefix(preview.command) if subject.complete else None
+        if prefix is not None:
+            return permission_options(tool_name, prefix)
+        return [o for o in permission_options(tool_name) if o["kind"] != "allow_always"]
 
     async def _wait_for_answer(self, req: ApprovalRequest) -> ApprovalOutcome:
         if self.approver is None:
@@ -301,7 +435,9 @@ class Gate:
             option="reject_once", decided_by="timeout", detail=timed_out_text(self.approval_timeout_s)
         )
 
-    def _from_outcome(self, tool_name: str, outcome: ApprovalOutcome, label: str | None) -> Decision:
+    def _from_outcome(
+        self, tool_name: str, outcome: ApprovalOutcome, label: str | None, req: ApprovalRequest
+    ) -> Decision:
         rule = outcome.rule or label
         if outcome.decided_by == "timeout":
             detail = outcome.detail or timed_out_text(self.approval_timeout_s)
@@ -310,15 +446,21 @@ class Gate:
             )
         if outcome.decided_by == "cancel" or outcome.option == "cancelled":
             return Decision(decision="deny", decided_by="cancel", rule=rule, detail="cancelled")
-        if outcome.option in ("allow_always", "reject_always"):
-            self._add_grant(tool_name, outcome.option)
-        allowed = outcome.option in ("allow_once", "allow_always")
+        chosen = _offered(req, outcome)
+        if chosen is None:  # an answer that was not offered (an "always" for a protected path): once only
+            option: ApprovalOption = "allow_once" if outcome.option.startswith("allow") else "reject_once"
+            chosen = {"optionId": option, "kind": option}
+        kind = chosen["kind"]
+        if kind in ("allow_always", "reject_always"):
+            target = str(chosen.get("_meta", {}).get("agentd", {}).get("rule") or tool_name)
+            self._add_grant(target, kind)
+        allowed = kind in ("allow_once", "allow_always")
         return Decision(
             decision="allow" if allowed else "deny",
             decided_by="user",
             rule=rule,
-            detail=outcome.option,
-            option=outcome.option,
+            detail=chosen["optionId"],
+            option=chosen["optionId"],
             reason=None if allowed else outcome.reason,
             note=outcome.note,
         )

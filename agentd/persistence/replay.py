@@ -106,9 +106,9 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
         elif kind == "todos":
             last_todos = rec["todos"]
             p.todos.restore(last_todos, p.todos.stale_count)
-        elif kind == "grant":
+        elif kind == "grant" and p.gate.accept_record("grant", rec):  # only what agentd signed (issue 12)
             p.gate.grants.add(rec["tool"], rec["grant"])
-        elif kind == "mode":
+        elif kind == "mode" and p.gate.accept_record("mode", rec):
             p.gate.mode = rec["mode"]
         elif kind == "title":
             session.title = rec.get("title")

@@ -115,6 +115,11 @@ class _PathTool(Tool):
         """Raises `PathRefused` (CONTRACTS.md §11) when `args.path` escapes the workspace."""
         resolve_in_workspace(args.path, ctx.workspace, for_write=self.for_write)
 
+    async def preview(self, args: Any, ctx: ToolContext) -> Preview:
+        """The title and the real path: path rules (`read_file(**/.env)`) and protected paths match it."""
+        real = resolve_in_workspace(args.path, ctx.workspace, for_write=self.for_write)
+        return Preview(summary=self.title(args), path=str(real))
+
 
 # --- read_file -------------------------------------------------------------------------------------
 

@@ -38,6 +38,8 @@ DEFAULTS: dict[str, Any] = {
     "store": {"blob_min_bytes": 262144},
     "permissions": {"rules": [], "default_mode": "default", "approval_timeout_s": 120},
     "sandbox": {"mode": "auto", "network": False, "writable": [], "hide": [], "pass_env": []},
+    "hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
+    "workspace_hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
     "openai": {"temperature": None, "seed": None},
     "auth_token": None,
 }
@@ -120,7 +122,10 @@ def test_user_config_file(user_dir: Path) -> None:
         base_url="http://127.0.0.1:8000/v1",
         api_key_env="LOCAL_KEY",
         context={**DEFAULTS["context"], "keep_recent_messages": 4},
-        permissions={**DEFAULTS["permissions"], "rules": [{"tool": "run_command", "action": "allow"}]},
+        permissions={
+            **DEFAULTS["permissions"],
+            "rules": [{"tool": "run_command", "action": "allow", "network": False}],
+        },
     )
 
 
@@ -157,7 +162,10 @@ def test_workspace_may_not_set_provider_endpoint_key_allow_rules_or_accept_edits
         permissions={
             **DEFAULTS["permissions"],
             # the user's deny rule stays; the workspace adds its ask rule; its allow rule is dropped
-            "rules": [{"tool": "run_command", "action": "deny"}, {"tool": "edit_file", "action": "ask"}],
+            "rules": [
+                {"tool": "run_command", "action": "deny", "network": False},
+                {"tool": "edit_file", "action": "ask", "network": False},
+            ],
         },
     )
     assert warnings == [
@@ -213,7 +221,7 @@ def test_editor_options_camel_case(user_dir: Path) -> None:
             "retries": {"maxTotalS": 5},
             "permissions": {
                 "defaultMode": "acceptEdits",
-                "rules": [{"tool": "run_command", "action": "allow"}],
+                "rules": [{"tool": "run_command", "action": "allow", "network": False}],
             },
         },
         warnings=warnings,
@@ -226,7 +234,7 @@ def test_editor_options_camel_case(user_dir: Path) -> None:
         permissions={
             **DEFAULTS["permissions"],
             "default_mode": "acceptEdits",
-            "rules": [{"tool": "run_command", "action": "allow"}],
+            "rules": [{"tool": "run_command", "action": "allow", "network": False}],
         },
     )
     assert warnings == []

@@ -17,6 +17,7 @@ from agentd.permissions.approver import (
 )
 from agentd.permissions.gate import Decision, Gate, Grants, Mode, denial_text
 from agentd.permissions.rules import DEFAULT_RULES, Rule, strictest
+from agentd.protocol.approvals import permission_options
 from agentd.tools.base import Preview
 
 PREVIEW = Preview(summary="Write CHANGELOG.md", path="CHANGELOG.md", diff="--- a\n+++ b\n")
@@ -305,6 +306,7 @@ async def test_reject_once_with_reason_and_the_request_sent() -> None:
             preview=PREVIEW,
             timeout_s=120,
             raw_input=ARGS,
+            options=tuple(permission_options("write_file")),
         )
     ]
     assert gate.grants == Grants()

@@ -192,7 +192,7 @@ class SessionBridge:
             # a `cancelled` outcome is the user aborting the turn: handled exactly like session/cancel
             self.session.cancel()
             await asyncio.Event().wait()  # the turn's cancellation reaches the gate before any result
-        self._options[req.tool_use_id] = outcome.option
+        self._options[req.tool_use_id] = outcome.option_id or outcome.option
         return outcome
 
     async def _ask(self, conn: Connection, method: str, params: Any) -> Any:
@@ -240,7 +240,7 @@ class SessionBridge:
         now = datetime.now(UTC)
         expires = (now + timedelta(seconds=req.timeout_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
         return {
-            "sessionId": s.id, "toolCall": call, "options": permission_options(req.tool_name),
+            "sessionId": s.id, "toolCall": call, "options": _options(req),
             "_meta": {"agentd": {"title": shown(req.title), "description": shown(description),
                                  "subject": {"type": "tool_call", "toolCallId": req.tool_use_id},
                                  "timeoutS": req.timeout_s, "expiresAt": expires}},
@@ -256,7 +256,7 @@ class SessionBridge:
         except Exception as exc:  # an error response counts as reject_once (§6.10)
             log.info("requestPermission for %s answered with an error: %s", req.tool_use_id, exc)
             return ApprovalOutcome(option="reject_once")
-        return _outcome_of(result)
+        return _outcome_of(result, req)
 
     async def _ask_fallback(self, conn: Connection, req: ApprovalRequest) -> ApprovalOutcome:
         from agentd.permissions.approver import ApprovalOutcome
@@ -302,7 +302,16 @@ def shown(text: str) -> str:
     return visible(text, one_line=True)
 
 
-def _outcome_of(result: Any) -> ApprovalOutcome:
+def _options(req: ApprovalRequest) -> list[dict[str, Any]]:
+    """The options the gate offers (the command prefix, no "always" for a protected path), else the four;
+    their names escaped as every approval text is (H20: a prefix comes from the model's command)."""
+    offered = [dict(o) for o in req.options] or permission_options(req.tool_name)
+    return [{**o, "name": shown(str(o.get("name", "")))} for o in offered]
+
+
+def _outcome_of(result: Any, req: ApprovalRequest) -> ApprovalOutcome:
+    """The answer to `requestPermission`: the option picked, if it was offered; anything else counts as
+    `reject_once` (§6.10)."""
     from agentd.permissions.approver import ApprovalOutcome
 
     outcome = result.get("outcome") if isinstance(result, dict) else None
@@ -312,9 +321,10 @@ def _outcome_of(result: Any) -> ApprovalOutcome:
         return ApprovalOutcome(option="cancelled", decided_by="cancel")
     option = outcome.get("optionId")
     reason = ((result.get("_meta") or {}).get("agentd") or {}).get("reason")
-    if option not in ("allow_once", "allow_always", "reject_once", "reject_always"):
+    kind = next((o["kind"] for o in _options(req) if o["optionId"] == option), None)
+    if kind not in ("allow_once", "allow_always", "reject_once", "reject_always"):
         return ApprovalOutcome(option="reject_once")
-    return ApprovalOutcome(option=option, reason=reason if isinstance(reason, str) else None)
+    return ApprovalOutcome(option=kind, option_id=option, reason=reason if isinstance(reason, str) else None)
 
 
 def _fallback_outcome(answer: Any) -> ApprovalOutcome:

@@ -169,7 +169,7 @@ def set_mode(conn: Connection, raw: Any) -> dict[str, Any]:
                        "acceptEdits, readOnly or auto.", errors=[{"loc": "modeId", "msg": "unknown mode"}])  # fmt: skip
     s = hosted.session
     s.p.gate.mode = params.mode_id  # type: ignore[assignment]
-    s.p.store.append("mode", {"mode": params.mode_id})
+    s.p.store.append("mode", s.p.gate.permission_record("mode", {"mode": params.mode_id}))
     conn.notify_update(s.id, {"sessionUpdate": "current_mode_update", "currentModeId": params.mode_id})
     return {}
 

@@ -1,0 +1,230 @@
+"""A shell command line as the parts a permission rule must each allow (issue 12 §2; CONTRACTS.md §5).
+
+Owns: `Part`, `Parsed` and `split_command()`. The command is parsed with tree-sitter's bash grammar (the
+parser Codex uses for the same purpose), never with string splitting. Every simple command is a part,
+wherever it sits: joined by `;`, `&&`, `||`, `|`, `&` or newlines, in a subshell or `{ ...; }`, in a
+condition or a loop body, inside `$(...)`, backticks, `<(...)`, `>(...)`, a here-document, a here-string
+or a `${...}` default. A redirection to a file (`>`, `>>`, `&>`, `<`, ...) is a part too: a write or read
+of that path (`2>&1` and other descriptor copies are not). What the parser cannot vouch for makes the
+result incomplete, and then no pattern rule may allow it: a syntax error, a function definition (it would
+redefine `git` for a later `git log`), or a node type this module does not know.
+
+Words are the shell's values after quote removal (`"a b"` -> `a b`); a word with an expansion (`$X`,
+`$(...)`, a glob) has no literal value (`None`): a rule's literal word never matches it. Imports only the
+standard library and tree_sitter / tree_sitter_bash.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PartKind = Literal["command", "write", "read"]
+
+_STRUCTURE = frozenset(
+    {
+        "program", "list", "pipeline", "redirected_statement", "subshell", "compound_statement",
+        "negated_command", "if_statement", "elif_clause", "else_clause", "while_statement", "for_statement",
+        "c_style_for_statement", "do_group", "case_statement", "case_item", "test_command",
+        "binary_expression", "unary_expression", "parenthesized_expression", "ternary_expression",
+        "postfix_expression", "arithmetic_expansion", "string", "concatenation", "expansion",
+        "simple_expansion", "heredoc_body", "herestring_redirect", "heredoc_redirect", "array",
+        "subscript", "translated_string", "number", "word", "raw_string", "ansi_c_string",
+        "string_content", "heredoc_content", "heredoc_start", "heredoc_end", "comment", "variable_name",
+        "special_variable_name", "regex", "extglob_pattern", "brace_expression", "expansion_flags",
+        "test_operator", "file_descriptor", "command_name", "word_content",
+    }
+)  # fmt: skip
+_TOKENS = frozenset(
+    {
+        "&&", "||", ";", ";;", ";&", ";;&", "|", "|&", "&", "\n", "(", ")", "{", "}", "!", "if", "then",
+        "else", "elif", "fi", "while", "until", "do", "done", "for", "in", "case", "esac", "$", "${", "`",
+        "$(", "$((", "((", "))", "[", "]", "[[", "]]", "=", '"', "<<", "<<-", "<<<", "-", "+", "*", "/", "%",
+        "==", "!=", "<", ">", "<=", ">=", "=~", "?", ":", ",", "++", "--", "+=", "-=", "select", "file_descriptor",
+        "#", ":-", ":=", ":?", ":+", "**",
+    }
+)  # fmt: skip
+_WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
+_READ_OPS = frozenset({"<", "<&"})
+_UNSAFE = frozenset({"function_definition"})
+
+
+@dataclass(frozen=True)
+class Part:
+    """One thing a rule must allow. `kind`: a simple command, or a redirection that writes or reads a file.
+    `words`: for a command its words (assignments first, then the name and arguments), each the literal
+    value or None; for a redirection one word, the target. `text`: the source text."""
+
+    kind: PartKind
+    words: tuple[str | None, ...]
+    text: str
+
+    @property
+    def literal(self) -> bool:
+        return all(w is not None for w in self.words)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """`parts` in source order; `complete` False when something could not be vouched for (then only an
+    exact tool-name rule, or a deny pattern on the parts found, decides); `problem` says what."""
+
+    parts: tuple[Part, ...]
+    complete: bool
+    problem: str = ""
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Any:
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+@functools.lru_cache(maxsize=512)
+def split_command(command: str) -> Parsed:
+    """Parse `command` (a `bash -c` string) into its parts. Pure; results are cached."""
+    tree = _parser().parse(command.encode("utf-8", "surrogateescape"))
+    walker = _Walker()
+    walker.visit(tree.root_node)
+    if tree.root_node.has_error:
+        walker.problem = walker.problem or "the command does not parse as shell syntax"
+    return Parsed(tuple(walker.parts), not walker.problem, walker.problem)
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.parts: list[Part] = []
+        self.problem = ""
+
+    def visit(self, node: Any) -> None:
+        kind = node.type
+        if kind == "command":
+            self._command(node)
+        elif kind in ("file_redirect",):
+            self._redirect(node)
+        elif kind in ("command_substitution", "process_substitution"):
+            for child in node.named_children:
+                self.visit(child)
+        elif kind in ("variable_assignment", "variable_assignments", "declaration_command", "unset_command"):
+            self._statement_words(node)
+        elif kind in _UNSAFE:
+            self.problem = self.problem or f"it defines a shell function ({_text(node)[:60]})"
+        elif kind == "ERROR" or node.is_missing:
+            self.problem = self.problem or "the command does not parse as shell syntax"
+        elif kind in _STRUCTURE or kind in _TOKENS or not node.is_named:
+            for child in node.children:
+                self.visit(child)
+        else:
+            self.problem = self.problem or f"it uses shell syntax agentd does not check ({kind})"
+
+    def _command(self, node: Any) -> None:
+        words: list[str | None] = []
+        for child in node.children:
+            if child.type == "command_name":
+                words.append(_value(child.named_children[0]) if child.named_children else None)
+            elif child.type == "variable_assignment":
+                words.append(_value(child))
+            elif child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
+                self.visit(child)
+                continue
+            else:
+                words.append(_value(child))
+            self._nested(child)
+        self.parts.append(Part("command", tuple(words), _text(node)))
+
+    def _statement_words(self, node: Any) -> None:
+        """`X=1`, `export X=1`, `unset X`: a part like a command (PATH=... changes what runs next)."""
+        if node.type == "variable_assignment":
+            words: tuple[str | None, ...] = (_value(node),)
+        else:  # `export`, `local`, `unset`...: the keyword, then its words
+            words = tuple(_text(c) if not c.is_named else _value(c) for c in node.children)
+        for child in node.children:
+            self._nested(child)
+        self.parts.append(Part("command", words, _text(node)))
+
+    def _redirect(self, node: Any) -> None:
+        op = next((c.type for c in node.children if not c.is_named), "")
+        target = node.child_by_field_name("destination") or (
+            node.named_children[-1] if node.named_children else None
+        )
+        if target is not None:
+            self._nested(target)
+        if target is None or target.type == "file_descriptor":
+            return
+        value = _value(target)
+        if op in (">&", "<&") and value is not None and (value.isdigit() or value == "-"):
+            return  # a descriptor copy or close, not a file
+        if op in _WRITE_OPS:
+            self.parts.append(Part("write", (value,), _text(node)))
+        elif op in _READ_OPS:
+            self.parts.append(Part("read", (value,), _text(node)))
+        else:
+            self.problem = self.problem or f"it uses a redirection agentd does not check ({op})"
+
+    def _nested(self, node: Any) -> None:
+        """Commands inside a word: `$(...)`, backticks, `<(...)`, `${X:-$(...)}`."""
+        if node.type in ("command_substitution", "process_substitution") or node.type in _UNSAFE:
+            self.visit(node)
+            return
+        for child in node.children:
+            self._nested(child)
+
+
+def _text(node: Any) -> str:
+    return bytes(node.text).decode("utf-8", "surrogateescape")
+
+
+def _value(node: Any) -> str | None:
+    """The literal value of a word node after quote removal, or None when it expands at run time."""
+    kind = node.type
+    if kind == "variable_name":
+        return _text(node)
+    if kind in ("word", "number"):
+        raw = _text(node)
+        if any(ch in raw for ch in "*?[") or raw.startswith("~"):
+            return None  # a glob or a tilde: its value depends on the file system or the user
+        return _unescape(raw)
+    if kind == "raw_string":
+        return _text(node)[1:-1]
+    if kind == "string":
+        pieces = [c for c in node.named_children]
+        if any(c.type != "string_content" for c in pieces):
+            return None
+        return "".join(_unescape_dq(_text(c)) for c in pieces)
+    if kind == "concatenation":
+        values = [_value(c) for c in node.named_children]
+        return None if any(v is None for v in values) else "".join(v for v in values if v is not None)
+    if kind == "variable_assignment":
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        rhs = "" if value is None else _value(value)
+        return None if name is None or rhs is None else f"{_text(name)}={rhs}"
+    return None
+
+
+def _unescape(raw: str) -> str:
+    out, i = [], 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw):
+            out.append(raw[i + 1])
+            i += 2
+        else:
+            out.append(raw[i])
+            i += 1
+    return "".join(out)
+
+
+def _unescape_dq(raw: str) -> str:
+    """Inside double quotes a backslash escapes only `$`, backquote, `"`, `\\` and a newline."""
+    out, i = [], 0
+    while i < len(raw):
+        if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':
+            out.append("" if raw[i + 1] == "\n" else raw[i + 1])
+            i += 2
+        else:
+            out.append(raw[i])
+            i += 1
+    return "".join(out)

@@ -1,0 +1,83 @@
+"""The trust boundary (issue 12 §5): a workspace's hooks do not run until the user trusts the workspace;
+trusting it (`agentd trust DIR`) runs them; a change of its hooks, or `--revoke`, untrusts it again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from agentd.clock import ManualClock
+from agentd.config import load_settings
+from agentd.core.factory import create_session
+from agentd.permissions.approver import QueueApprover
+from agentd.persistence.paths import DataDir
+from agentd.providers.scripted import ScriptedProvider
+from agentd.tools.base import Preview
+
+
+def hooked_workspace(tmp_path: Path) -> tuple[Path, Path]:
+    ws, ran = tmp_path / "ws", tmp_path / "hook-ran"
+    (ws / ".agentd").mkdir(parents=True)
+    (ws / ".agentd" / "config.toml").write_text(
+        f'[[hooks.before_tool]]\nname = "ws-hook"\ncommand = "touch {ran}"\n'
+    )
+    return ws, ran
+
+
+async def decide_once(ws: Path, data: Path, lines: list[str]) -> None:
+    session = create_session(
+        cwd=ws, settings=load_settings(ws), provider=ScriptedProvider({"answers": []}), data_dir=DataDir(data),
+        approver=QueueApprover.of("reject_once"), clock=ManualClock(), lines=lines.append,
+    )  # fmt: skip
+    try:
+        await session.p.gate.decide(
+            "read_file", {"path": "a"}, Preview(summary="Read a", path=str(ws / "a")), "t"
+        )
+    finally:
+        session.close()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentd", *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ), check=False)  # fmt: skip
+
+
+async def test_untrusted_hooks_do_not_run_trusting_runs_them(tmp_path: Path) -> None:
+    ws, ran = hooked_workspace(tmp_path)
+    lines: list[str] = []
+    await decide_once(ws, tmp_path / "data", lines)
+    assert not ran.exists()
+    want = f"[Hook] the hooks of {ws}/.agentd/config.toml do not run: this workspace is not trusted"
+    assert [line for line in lines if line.startswith(want)] != []
+    done = cli("trust", str(ws))
+    assert (done.returncode, done.stderr.splitlines()[0]) == (
+        0,
+        f"agentd: {ws} is trusted; its hooks run from the next session on",
+    )
+    await decide_once(ws, tmp_path / "data", [])
+    assert ran.exists()
+
+
+async def test_changed_hooks_and_revoke_untrust(tmp_path: Path) -> None:
+    ws, ran = hooked_workspace(tmp_path)
+    assert cli("trust", str(ws)).returncode == 0
+    cfg = ws / ".agentd" / "config.toml"
+    cfg.write_text(cfg.read_text().replace("touch", "touch -c"))  # the repository changed its hook
+    await decide_once(ws, tmp_path / "data", [])
+    assert not ran.exists()
+    assert cli("trust", str(ws)).returncode == 0
+    assert str(ws) in cli("trust", "--list").stdout
+    assert cli("trust", "--revoke", str(ws)).stderr == f"agentd: {ws} is no longer trusted\n"
+    await decide_once(ws, tmp_path / "data", [])
+    assert not ran.exists()
+
+
+def test_a_forged_trust_entry_counts_for_nothing(tmp_path: Path) -> None:
+    from agentd.core.factory import trust_store
+
+    store = trust_store()
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    store.path.write_text('{"trusted": [{"workspace": "/x", "digest": "sha256:0", "mac": "hmac-sha256:00"}]}')
+    assert store.entries() == []

@@ -1,0 +1,150 @@
+"""User hooks (issue 12 §4): allow / deny / ask with a reason, exit code 2 = deny, the timeout, a crashing
+hook (treated as ask), a deny rule beats a hook's allow, every answer audited with the hook's name; and
+the trust boundary for a workspace's hooks (§5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentd.audit import AuditLog
+from agentd.clock import ManualClock
+from agentd.core.user_hooks import HookSpec, UserHooks
+from agentd.permissions.approver import QueueApprover
+from agentd.permissions.gate import Decision, Gate
+from agentd.permissions.rules import Rule
+from agentd.tools.base import Preview
+from tests.sandbox_fixtures import marker, wait_survivors
+
+PREVIEW = Preview(summary="Run `git push`", command="git push", cwd="/")
+
+
+def spec(command: str, *, name: str = "h", matcher: str | None = None, timeout_s: float = 10.0) -> HookSpec:
+    return HookSpec("before_tool", name, command, matcher, timeout_s)
+
+
+def gate_with(tmp_path: Path, *specs: HookSpec, rules: tuple[Rule, ...] = (), approver: Any = None,
+              lines: list[str] | None = None) -> Gate:  # fmt: skip
+    write = lines.append if lines is not None else (lambda _l: None)
+    return Gate(
+        rules,
+        None,
+        "default",
+        None,
+        approver if approver is not None else QueueApprover.of("reject_once"),
+        120,
+        ManualClock(),
+        session_id="s",
+        line_writer=write,
+        roots=[tmp_path],
+        user_hooks=UserHooks(list(specs), tmp_path, environ={"PATH": "/usr/bin:/bin"}, write=write),
+    )
+
+
+async def decide(gate: Gate, tool: str = "run_command", preview: Preview = PREVIEW) -> Decision:
+    return await gate.decide(tool, {"command": preview.command}, preview, "toolu_1")
+
+
+ALLOW = """echo '{"decision": "allow", "reason": "pushes are fine"}'"""
+
+
+async def test_allow_waives_the_ask_and_is_recorded(tmp_path: Path) -> None:
+    lines: list[str] = []
+    d = await decide(gate_with(tmp_path, spec(ALLOW, name="pusher"), lines=lines))
+    assert (d.decision, d.decided_by, d.rule, d.detail) == ("allow", "hook", "pusher", "pushes are fine")
+    assert d.hooks == [{"hook": "pusher", "decision": "allow", "reason": "pushes are fine", "failed": False}]
+    assert lines[0] == "[Hook] before_tool pusher run_command -> allow: pushes are fine"
+
+
+async def test_deny_by_json_and_by_exit_code_2(tmp_path: Path) -> None:
+    by_json = await decide(gate_with(tmp_path, spec("""echo '{"decision":"deny","reason":"no pushes"}'""")))
+    by_code = await decide(gate_with(tmp_path, spec("cat >/dev/null; echo 'not on main' >&2; exit 2")))
+    assert [(d.decision, d.decided_by, d.detail) for d in (by_json, by_code)] == [
+        ("deny", "hook", "no pushes"),
+        ("deny", "hook", "not on main"),
+    ]
+
+
+async def test_ask_a_crash_and_the_timeout_ask_a_person(tmp_path: Path) -> None:
+    mark = marker()
+    cases = {
+        "asks": spec("""echo '{"decision":"ask","reason":"check it"}'"""),
+        "crash": spec("echo boom >&2; exit 1"),
+        "garbage": spec("echo not json"),
+        "slow": spec(f"sleep {mark} & sleep {mark}", timeout_s=0.5),
+    }
+    for name, hook in cases.items():
+        approver = QueueApprover.of("allow_once")
+        gate = gate_with(tmp_path, hook, rules=(Rule(tool="run_command", action="allow"),), approver=approver)
+        d = await decide(gate)
+        assert (d.decided_by, d.rule, len(approver.requests)) == ("user", "hook:h", 1), name
+    assert wait_survivors(mark, 0) == []  # the timed-out hook and what it started are gone
+    slow = await decide(gate_with(tmp_path, cases["slow"]))
+    assert slow.hooks == [
+        {"hook": "h", "decision": "ask", "reason": "hook h timed out after 0.5 s", "failed": True}
+    ]
+
+
+async def test_a_deny_rule_beats_a_hooks_allow(tmp_path: Path) -> None:
+    d = await decide(
+        gate_with(tmp_path, spec(ALLOW), rules=(Rule(tool="run_command(git push *)", action="deny"),))
+    )
+    assert (d.decision, d.decided_by, d.rule) == ("deny", "rule", "run_command(git push *)=deny")
+
+
+async def test_matcher_and_event_on_stdin(tmp_path: Path) -> None:
+    dump = tmp_path / "event.json"
+    hooks = (
+        spec(f"cat > {dump}", matcher="run_command(git push *)"),
+        spec(ALLOW, name="only-reads", matcher="read_file"),
+    )
+    d = await decide(gate_with(tmp_path, *hooks))
+    event = json.loads(dump.read_text())
+    assert {k: event[k] for k in ("event", "tool", "input", "toolUseId")} == {
+        "event": "before_tool", "tool": "run_command", "input": {"command": "git push"}, "toolUseId": "toolu_1"}  # fmt: skip
+    assert (d.decided_by, [h["hook"] for h in d.hooks or []]) == (
+        "user",
+        ["h"],
+    )  # the read_file hook did not run
+
+
+async def test_every_hook_answer_is_audited_with_its_name(tmp_path: Path) -> None:
+    gate = gate_with(tmp_path, spec("true", name="quiet"), spec(ALLOW, name="pusher"))
+    d = await decide(gate)
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.record("s", "toolu_1", "run_command", {"command": "git push"}, d)
+    rec = log.records()[0]
+    assert (rec["decidedBy"], rec["rule"], rec["hooks"]) == ("hook", "pusher", [
+        {"hook": "quiet", "decision": None, "reason": "", "failed": False},
+        {"hook": "pusher", "decision": "allow", "reason": "pushes are fine", "failed": False}])  # fmt: skip
+
+
+async def test_observing_hooks_get_their_events(tmp_path: Path) -> None:
+    """after_tool, before_model and turn_end run in the background with the event on stdin."""
+    from agentd.config import Settings
+    from agentd.core.factory import create_session
+    from agentd.persistence.paths import DataDir
+    from agentd.providers.scripted import ScriptedProvider
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("alpha\n")
+    out = tmp_path / "events"
+    settings = Settings.model_validate({"hooks": {
+        point: [{"command": f"cat >> {out}; echo >> {out}", "name": point}]
+        for point in ("after_tool", "before_model", "turn_end")}})  # fmt: skip
+    scenario = {"answers": [{"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.txt"}}}]},
+                            {"reply": [{"text": "Done."}]}]}  # fmt: skip
+    session = create_session(cwd=ws, settings=settings, provider=ScriptedProvider(scenario), data_dir=DataDir(tmp_path / "d"),
+                             approver=QueueApprover(), clock=ManualClock(), lines=lambda _l: None)  # fmt: skip
+    try:
+        assert await session.prompt([{"type": "text", "text": "read a"}]) == "end_turn"
+        await session.p.gate.user_hooks.drain()
+    finally:
+        session.close()
+    events = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    assert sorted(e["event"] for e in events) == ["after_tool", "before_model", "before_model", "turn_end"]
+    after = next(e for e in events if e["event"] == "after_tool")
+    assert (after["tool"], after["isError"], "alpha" in after["output"]) == ("read_file", False, True)
+    assert next(e for e in events if e["event"] == "turn_end")["stopReason"] == "end_turn"
