@@ -32,6 +32,8 @@ class _Section(BaseModel):
 
 class Retries(_Section):
     max_total_s: float = Field(60.0, gt=0, alias="maxTotalS")
+    request_timeout_s: float = Field(600.0, gt=0, alias="requestTimeoutS")
+    read_timeout_s: float = Field(300.0, gt=0, alias="readTimeoutS")
 
 
 class ContextSettings(_Section):

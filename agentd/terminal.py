@@ -248,6 +248,7 @@ async def run_terminal_turn(setup: TurnSetup) -> TurnOutcome:
         api_key_env=s.api_key_env,
         scenario=s.scenario,
         openai_options=s.openai,
+        retries=s.retries,
         env=setup.provider_env,
     )
     try:

@@ -32,6 +32,7 @@ from typing import Any, cast
 from agentd.clock import Clock, SystemClock
 from agentd.errors import ProviderError
 from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
+from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 
 log = logging.getLogger("agentd.providers.anthropic")
 
@@ -41,6 +42,7 @@ FATAL_STREAM_ERROR_TYPES = frozenset(
     {"invalid_request_error", "authentication_error", "permission_error", "not_found_error"}
 )
 MESSAGE_KEYS = ("role", "content")
+DEFAULT_BASE_URL = "https://api.anthropic.com"  # the SDK's default
 
 
 # ---------------------------------------------------------------- shared error helpers
@@ -137,6 +139,30 @@ def provider_error_for_status(
 
 
 LOCAL_REFUSED_ATTEMPTS = 2  # a refused connection on this machine is retried once, not for a minute (H11)
+REQUEST_TIMEOUT_S = 600.0  # `retries.request_timeout_s`: one attempt, in all
+READ_TIMEOUT_S = 300.0  # `retries.read_timeout_s`: the longest silence of the server
+
+
+def malformed_stream(*, provider: str, service: str, exc: ValueError) -> ProviderError:
+    """The retryable error of a stream carrying an event that is not valid JSON (the reply so far is void)."""
+    return ProviderError(
+        f"{service} sent a malformed stream event ({type(exc).__name__}: {str(exc)[:120]}); the reply was "
+        "dropped",
+        provider=provider,
+        reason="unavailable",
+        retryable=True,
+    )
+
+
+def attempt_timeout(*, provider: str, service: str, seconds: float) -> ProviderError:
+    """The retryable error of an attempt cut by `retries.request_timeout_s` (an endless or stalled stream)."""
+    return ProviderError(
+        f"{service} sent no complete reply within {seconds:g} s (retries.request_timeout_s); the attempt "
+        "was cut",
+        provider=provider,
+        reason="unavailable",
+        retryable=True,
+    )
 
 
 def connection_error(
@@ -166,12 +192,26 @@ def connection_error(
             retryable=True,
             max_attempts=LOCAL_REFUSED_ATTEMPTS,
         )
+    cause = root_cause(exc)
     return ProviderError(
-        scrub(f"{service} is unreachable{where} ({type(exc).__name__}: {exc})", secret),
+        scrub(f"{service} is unreachable{where} ({type(cause).__name__}: {cause or 'no detail'})", secret),
         provider=provider,
         reason="unavailable",
         retryable=True,
     )
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception of `exc`'s chain (the SDKs wrap a reset or timeout as "Connection error.")."""
+    seen: set[int] = set()
+    cur = exc
+    while id(cur) not in seen:
+        seen.add(id(cur))
+        nxt = cur.__cause__ or cur.__context__
+        if nxt is None:
+            break
+        cur = nxt
+    return cur
 
 
 def _refused(exc: BaseException) -> bool:
@@ -367,7 +407,9 @@ class AnthropicProvider:
         clock: Clock | None = None,
         *,
         api_key_env: str = "ANTHROPIC_API_KEY",
-        timeout_s: float = 600.0,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+        read_timeout_s: float = READ_TIMEOUT_S,
+        pool: ClientPool | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -375,18 +417,24 @@ class AnthropicProvider:
         self.api_key_env = api_key_env
         self._api_key = api_key
         self._timeout_s = timeout_s
+        self._key = ClientKey(base_url or DEFAULT_BASE_URL, min(read_timeout_s, timeout_s), timeout_s)
+        self._pool = pool or shared_pool()
+        self._lease: Lease | None = None
         self._client: Any = None
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
 
     def _get_client(self) -> Any:
+        """The SDK client over the pool's shared HTTP client of this configuration (built on first use)."""
         if self._client is None:
             import anthropic
 
+            self._lease = self._pool.lease(self._key)
             self._client = anthropic.AsyncAnthropic(
-                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self._timeout_s
-            )
+                api_key=self._api_key, base_url=self._key.base_url, max_retries=0,
+                timeout=self._lease.client.timeout, http_client=self._lease.client,
+            )  # fmt: skip
         return self._client
 
     async def stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse:
@@ -401,15 +449,20 @@ class AnthropicProvider:
         acc = MessageAccumulator()
         body = wire_body(request)
         try:
-            events = await cast(Any, client.messages).create(**body, stream=True)
-            async with events:
-                async for event in events:
-                    if getattr(event, "type", None) not in STREAM_EVENTS:
-                        continue
-                    for out in acc.feed(event.to_dict()):
-                        on_event(out)
+            async with asyncio.timeout(self._timeout_s):
+                events = await cast(Any, client.messages).create(**body, stream=True)
+                async with events:
+                    async for event in events:
+                        if getattr(event, "type", None) not in STREAM_EVENTS:
+                            continue
+                        for out in acc.feed(event.to_dict()):
+                            on_event(out)
         except asyncio.CancelledError:
             raise
+        except TimeoutError:
+            raise attempt_timeout(provider=self.name, service="Anthropic", seconds=self._timeout_s) from None
+        except ValueError as exc:  # an SSE frame whose data is not JSON (a broken proxy, a cut frame)
+            raise malformed_stream(provider=self.name, service="Anthropic", exc=exc) from None
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc) from None
         except anthropic.APIError as exc:
@@ -454,9 +507,11 @@ class AnthropicProvider:
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+        """Release the shared HTTP client (closed by the pool when no provider uses it any more)."""
+        self._client = None
+        if self._lease is not None:
+            lease, self._lease = self._lease, None
+            await lease.release()
 
 
 def is_transport_error(exc: BaseException) -> bool:

@@ -183,13 +183,15 @@ async def run_with_retries(
 ) -> ModelResponse:
     """Call `attempt(n)` (n = 1, 2, ...) until it succeeds or retries are exhausted (CONTRACTS.md §6).
 
-    Retries a `ProviderError` with `retryable=True` (429, 529, 5xx, a mid-stream overload), waiting the
-    server's `retry_after_s` when given, else an exponential backoff. Stops when the next wait would pass
-    `max_total_s` seconds since the first attempt, measured on `clock`, or when the error's own
-    `max_attempts` is reached (a refused connection to this machine: 2, H11), and raises the last error
-    (not retryable). Non-retryable errors propagate at once.
+    Retries a `ProviderError` with `retryable=True` (429, 529, 5xx, a mid-stream overload, a cut or timed-out
+    attempt), waiting the server's `retry_after_s` when given, else an exponential backoff. The retry time
+    is measured on `clock` from the end of the first failed attempt (time the machine slept during that
+    attempt, a laptop closed mid-request, is not retry time); it stops when the next wait would take it past
+    `max_total_s` seconds, or when the error's own `max_attempts` is reached (a refused connection to this
+    machine: 2, H11), and raises the last error (not retryable) saying how many attempts and seconds were
+    spent. Non-retryable errors propagate at once.
     """
-    start = clock.now()
+    first_failure: float | None = None
     n = 0
     while True:
         n += 1
@@ -198,28 +200,34 @@ async def run_with_retries(
         except ProviderError as err:
             if not err.retryable:
                 raise
+            now = clock.now()
+            first_failure = now if first_failure is None else first_failure
+            spent = now - first_failure
             delay = (
                 err.retry_after_s
                 if err.retry_after_s is not None
                 else DEFAULT_BACKOFF_S[min(n - 1, len(DEFAULT_BACKOFF_S) - 1)]
             )
             if err.max_attempts is not None and n >= err.max_attempts:
-                raise ProviderError(
-                    f"{err.message} (gave up after {n} attempts)",
-                    provider=err.provider,
-                    reason="unavailable",
-                    http_status=err.http_status,
-                    retryable=False,
-                ) from err
-            if clock.now() - start + delay > max_total_s:
-                raise ProviderError(
-                    f"{err.message} (gave up after {n} attempts within retries.max_total_s={max_total_s:g} s)",
-                    provider=err.provider,
-                    reason="unavailable",
-                    http_status=err.http_status,
-                    retryable=False,
+                raise _gave_up(err, f"gave up after {n} attempts") from err
+            if spent + delay > max_total_s:
+                raise _gave_up(
+                    err,
+                    f"gave up after {n} attempts, {spent:.0f} s of retries within "
+                    f"retries.max_total_s={max_total_s:g} s",
                 ) from err
             log.warning("provider %s: %s; retry %d in %.3f s", err.provider, err.message, n, delay)
             if on_retry is not None:
                 on_retry(n, delay, err)
             await clock.sleep(delay)
+
+
+def _gave_up(err: ProviderError, why: str) -> ProviderError:
+    """The final, not retryable error of a request whose retries ran out: the last error and `why`."""
+    return ProviderError(
+        f"{err.message} ({why})",
+        provider=err.provider,
+        reason="unavailable",
+        http_status=err.http_status,
+        retryable=False,
+    )

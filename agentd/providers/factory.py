@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from agentd.clock import Clock, SystemClock
 from agentd.errors import ConfigError, MissingCredentials
 from agentd.providers.base import Provider
+from agentd.providers.http import ClientPool
 from agentd.providers.models import DEFAULT_MODELS
 
 PROVIDERS = ("anthropic", "openai", "scripted")
@@ -60,15 +61,19 @@ def make_provider(
     api_key_env: str | None = None,
     scenario: dict[str, Any] | str | Path | None = None,
     openai_options: Mapping[str, Any] | Any = None,
+    retries: Mapping[str, Any] | Any = None,
     clock: Clock | None = None,
     env: Mapping[str, str] | None = None,
+    pool: ClientPool | None = None,
 ) -> Provider:
     """The provider `name` ("anthropic", "openai" or "scripted") for `model` (default: `DEFAULT_MODELS`).
 
     `base_url` None falls back to `ANTHROPIC_BASE_URL` / `OPENAI_BASE_URL`, then the SDK's default. The key comes
     from `env[api_key_env]` (`env` defaults to `os.environ`; `api_key_env` to `ANTHROPIC_API_KEY` /
     `OPENAI_API_KEY`); an openai provider on localhost/127.0.0.1 needs none. `scenario` (dict or file path) is
-    required for "scripted"; `openai_options` (mapping or object) gives `temperature` and `seed`.
+    required for "scripted"; `openai_options` (mapping or object) gives `temperature` and `seed`; `retries`
+    (mapping or object, the `retries` settings) gives `request_timeout_s` and `read_timeout_s` (seconds).
+    HTTP providers share one HTTP client per configuration through `pool` (default: the process's pool).
 
     Raises `ConfigError` (unknown provider, no scenario, malformed scenario) or `MissingCredentials`.
     """
@@ -88,10 +93,14 @@ def make_provider(
     base_url = base_url or env.get(DEFAULT_URL_ENV[name]) or None
     key_env = api_key_env or DEFAULT_KEY_ENV[name]
     key = _api_key(name, key_env, base_url, env)
+    timeouts: dict[str, float] = {}
+    for setting, param in (("request_timeout_s", "timeout_s"), ("read_timeout_s", "read_timeout_s")):
+        if (value := _option(retries, setting)) is not None:
+            timeouts[param] = float(value)
     if name == "anthropic":
         from agentd.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(model, key, base_url, clock, api_key_env=key_env)
+        return AnthropicProvider(model, key, base_url, clock, api_key_env=key_env, pool=pool, **timeouts)
     from agentd.providers.openai_compat import OpenAICompatProvider
 
     return OpenAICompatProvider(
@@ -102,4 +111,6 @@ def make_provider(
         temperature=_option(openai_options, "temperature"),
         seed=_option(openai_options, "seed"),
         api_key_env=key_env,
+        pool=pool,
+        **timeouts,
     )

@@ -49,11 +49,22 @@ from urllib.parse import urlparse
 
 from agentd.clock import Clock, SystemClock
 from agentd.errors import ProviderError
-from agentd.providers.anthropic import connection_error, is_transport_error, provider_error_for_status, scrub
+from agentd.providers.anthropic import (
+    READ_TIMEOUT_S,
+    REQUEST_TIMEOUT_S,
+    attempt_timeout,
+    connection_error,
+    is_transport_error,
+    malformed_stream,
+    provider_error_for_status,
+    scrub,
+)
 from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
+from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 
 log = logging.getLogger("agentd.providers.openai")
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's default
 FINISH_REASONS = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
@@ -457,7 +468,9 @@ class OpenAICompatProvider:
         seed: int | None = None,
         *,
         api_key_env: str = "OPENAI_API_KEY",
-        timeout_s: float = 600.0,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+        read_timeout_s: float = READ_TIMEOUT_S,
+        pool: ClientPool | None = None,
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -467,6 +480,9 @@ class OpenAICompatProvider:
         self.api_key_env = api_key_env
         self._api_key = api_key
         self._timeout_s = timeout_s
+        self._key = ClientKey(base_url or DEFAULT_BASE_URL, min(read_timeout_s, timeout_s), timeout_s)
+        self._pool = pool or shared_pool()
+        self._lease: Lease | None = None
         self._client: Any = None
         self._text_call_ids = itertools.count(1)
         self._gen_call_ids = itertools.count(1)  # for tool calls that came without an id
@@ -479,12 +495,15 @@ class OpenAICompatProvider:
         return f"OpenAICompatProvider(model={self.model!r}, base_url={self.base_url!r})"
 
     def _get_client(self) -> Any:
+        """The SDK client over the pool's shared HTTP client of this configuration (built on first use)."""
         if self._client is None:
             import openai
 
+            self._lease = self._pool.lease(self._key)
             self._client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self._timeout_s
-            )
+                api_key=self._api_key, base_url=self._key.base_url, max_retries=0,
+                timeout=self._lease.client.timeout, http_client=self._lease.client,
+            )  # fmt: skip
         return self._client
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
@@ -511,13 +530,20 @@ class OpenAICompatProvider:
             used_ids=history_tool_use_ids(request.messages),
         )
         try:
-            chunks = await cast(Any, client.chat.completions).create(**self.body(request), stream=True)
-            async with chunks:
-                async for chunk in chunks:
-                    for out in acc.feed(chunk.to_dict()):
-                        on_event(out)
+            async with asyncio.timeout(self._timeout_s):
+                chunks = await cast(Any, client.chat.completions).create(**self.body(request), stream=True)
+                async with chunks:
+                    async for chunk in chunks:
+                        for out in acc.feed(chunk.to_dict()):
+                            on_event(out)
         except asyncio.CancelledError:
             raise
+        except TimeoutError:
+            raise attempt_timeout(
+                provider=self.name, service=self._service, seconds=self._timeout_s
+            ) from None
+        except ValueError as exc:  # an SSE frame whose data is not JSON (a broken proxy, a cut frame)
+            raise malformed_stream(provider=self.name, service=self._service, exc=exc) from None
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APIConnectionError as exc:
@@ -584,6 +610,8 @@ class OpenAICompatProvider:
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+        """Release the shared HTTP client (closed by the pool when no provider uses it any more)."""
+        self._client = None
+        if self._lease is not None:
+            lease, self._lease = self._lease, None
+            await lease.release()

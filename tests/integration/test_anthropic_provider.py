@@ -244,7 +244,7 @@ async def test_retries_exhausted_is_unavailable(emulator: Emulator, provider: An
     with pytest.raises(ProviderError) as err:
         await call(provider, request([user("go")]), clock, [], max_total_s=2.5)
     assert (err.value.message, err.value.reason, err.value.retryable, err.value.http_status) == (
-        "Anthropic is unavailable (HTTP 529): Overloaded (gave up after 2 attempts within retries.max_total_s=2.5 s)",
+        "Anthropic is unavailable (HTTP 529): Overloaded (gave up after 2 attempts, 1 s of retries within retries.max_total_s=2.5 s)",
         "unavailable",
         False,
         529,

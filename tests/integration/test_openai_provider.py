@@ -441,7 +441,7 @@ async def test_retries_exhausted_is_unavailable(
         await call(provider, request([user("go")]), ManualClock(), [], max_total_s=2.5)
     assert (err.value.message, err.value.reason, err.value.retryable) == (
         f"The OpenAI-compatible server at {provider.base_url} is unavailable (HTTP 503): The engine is currently "
-        "overloaded, please try again later. (gave up after 2 attempts within retries.max_total_s=2.5 s)",
+        "overloaded, please try again later. (gave up after 2 attempts, 1 s of retries within retries.max_total_s=2.5 s)",
         "unavailable",
         False,
     )

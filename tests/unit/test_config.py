@@ -20,7 +20,7 @@ DEFAULTS: dict[str, Any] = {
     "max_output_tokens": 8192,
     "max_turn_requests": 50,
     "prompt_caching": True,
-    "retries": {"max_total_s": 60.0},
+    "retries": {"max_total_s": 60.0, "request_timeout_s": 600.0, "read_timeout_s": 300.0},
     "cache": {"ttl": "auto"},
     "context": {
         "window_tokens": None,
@@ -230,7 +230,7 @@ def test_editor_options_camel_case(user_dir: Path) -> None:
         max_turn_requests=5,
         prompt_caching=False,
         context={**DEFAULTS["context"], "keep_recent_messages": 4, "compress_threshold_tokens": 12000},
-        retries={"max_total_s": 5.0},
+        retries={**DEFAULTS["retries"], "max_total_s": 5.0},
         permissions={
             **DEFAULTS["permissions"],
             "default_mode": "acceptEdits",

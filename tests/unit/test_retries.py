@@ -79,7 +79,7 @@ async def test_gives_up_after_max_total_s_with_reason_unavailable() -> None:
     assert clock.sleeps == [1.0, 2.0, 4.0]
     assert attempts.calls == [(1, 0.0), (2, 1.0), (3, 3.0), (4, 7.0)]
     assert (err.message, err.reason, err.retryable, err.http_status, err.provider) == (
-        "overloaded (gave up after 4 attempts within retries.max_total_s=10 s)",
+        "overloaded (gave up after 4 attempts, 7 s of retries within retries.max_total_s=10 s)",
         "unavailable",
         False,
         529,
@@ -118,3 +118,37 @@ async def test_other_exceptions_are_not_retried() -> None:
     with pytest.raises(ValueError) as info:
         await run_with_retries(attempt, clock=clock, max_total_s=60)
     assert (str(info.value), clock.sleeps) == ("boom 1", [])
+
+
+async def test_a_clock_jump_inside_the_first_attempt_is_not_retry_time() -> None:
+    """Issue 16 (laptop sleep): the machine sleeps 2 h while the first attempt waits; the attempt fails on
+    wake and is retried, since retry time counts from the first failure."""
+    clock = ManualClock()
+
+    async def attempt(n: int) -> ModelResponse:
+        if n == 1:
+            clock.advance(7200.0)
+            raise overloaded()
+        return OK
+
+    assert await run_with_retries(attempt, clock=clock, max_total_s=60) is OK
+    assert clock.sleeps == [1.0]
+
+
+async def test_the_retry_time_is_bounded_even_when_attempts_take_long() -> None:
+    """Issue 16: attempts that each fail after 20 s count towards the budget: 3 attempts fit in 60 s."""
+    clock = ManualClock()
+
+    async def attempt(n: int) -> ModelResponse:
+        clock.advance(20.0)
+        raise overloaded()
+
+    with pytest.raises(ProviderError) as info:
+        await run_with_retries(attempt, clock=clock, max_total_s=60)
+    # fail at 20 (first failure), wait 1; fail at 41 (21 s), wait 2; fail at 63 (43 s): 43 + 4 <= 60, wait 4;
+    # fail at 87 (67 s): past the budget
+    assert clock.sleeps == [1.0, 2.0, 4.0]
+    assert (
+        info.value.message
+        == "overloaded (gave up after 4 attempts, 67 s of retries within retries.max_total_s=60 s)"
+    )

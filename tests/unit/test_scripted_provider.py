@@ -185,7 +185,7 @@ async def test_retries_exhausted_is_unavailable() -> None:
         "unavailable",
         False,
         "Scripted provider is unavailable (HTTP 503): Internal server error "
-        "(gave up after 2 attempts within retries.max_total_s=2.5 s)",
+        "(gave up after 2 attempts, 1 s of retries within retries.max_total_s=2.5 s)",
     )
 
 

@@ -67,7 +67,7 @@ def _provider(settings: Any) -> Any:
 
     return make_provider(settings.provider, model=settings.model, base_url=settings.base_url,
                          api_key_env=settings.api_key_env, scenario=settings.scenario,
-                         openai_options=settings.openai)  # fmt: skip
+                         openai_options=settings.openai, retries=settings.retries)  # fmt: skip
 
 
 def hosted_of(conn: Connection, session_id: str) -> Hosted:

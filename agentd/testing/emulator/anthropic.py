@@ -13,7 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .common import Core, Plan, Request, auth_of, dumps, error_plan, new_entry, parse_body, sse_frame
+from .common import (
+    Core,
+    Plan,
+    Request,
+    auth_of,
+    connection_faults,
+    dumps,
+    error_plan,
+    new_entry,
+    parse_body,
+    sse_frame,
+)
 from .scenario import SUMMARY_TEXT, Reply, build_reply, check_expect, history_tokens, is_compaction
 from .tokens import count_tokens
 from .validate import ApiError, validate_request
@@ -132,7 +143,7 @@ def _answer(
         plan = Plan(200, {"content-type": "application/json"}, body=dumps(message), on_headers=publish)
         if "gate" in answer:
             plan.hold_after, plan.gate = 0, str(answer["gate"])
-        return plan
+        return connection_faults(plan, answer, b"")
     events = [sse_frame(data, name) for name, data in sse_events(message, reply, answer, chunk=core.chunk)]
     plan = Plan(200, {"content-type": "text/event-stream", "cache-control": "no-cache"}, events=events)
     plan.on_headers = publish
@@ -158,6 +169,7 @@ def _stream_faults(plan: Plan, answer: dict[str, Any]) -> None:
         plan.close = True
     if "hold_after_events" in answer:
         plan.hold_after, plan.gate = int(answer["hold_after_events"]), str(answer["gate"])
+    connection_faults(plan, answer, sse_frame({"type": "ping"}, "ping"))
 
 
 def _block_json(block: dict[str, Any]) -> dict[str, Any]:

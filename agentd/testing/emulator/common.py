@@ -95,7 +95,9 @@ class Request:
 class Plan:
     """What to send. `body` (JSON bytes) or `events` (SSE frames, chunked). Stream faults:
     `drop` ends the socket after the events without a final chunk; `close` closes after a proper end;
-    `hold_after`/`gate` stop before event number `hold_after` until the gate opens."""
+    `hold_after`/`gate` stop before event number `hold_after` until the gate opens; `reset` sends nothing
+    and resets the connection; `endless` (a keep-alive frame) is sent after the events, forever, until the
+    client goes away."""
 
     status: int
     headers: dict[str, str] = field(default_factory=dict)
@@ -106,6 +108,28 @@ class Plan:
     hold_after: int | None = None
     gate: str | None = None
     on_headers: Callable[[], None] | None = None
+    reset: bool = False
+    endless: bytes | None = None
+
+
+MALFORMED_FRAME = (
+    b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {\n\n'
+)
+
+
+def connection_faults(plan: Plan, answer: dict[str, Any], keepalive: bytes) -> Plan:
+    """Apply the faults both APIs share (TESTING.md §3.3): `reset_before_first_byte` (the connection is
+    reset before any byte of the answer), `malformed_after_events: n` (after n events, a frame whose data is
+    cut-off JSON, then a proper end), `endless_after_events: n` (after n events, `keepalive` frames until the
+    client gives up: no read timeout ever fires)."""
+    if answer.get("reset_before_first_byte"):
+        plan.reset = True
+    elif plan.events is not None and "malformed_after_events" in answer:
+        n = int(answer["malformed_after_events"])
+        plan.events, plan.close = [*plan.events[:n], MALFORMED_FRAME], True
+    elif plan.events is not None and "endless_after_events" in answer:
+        plan.events, plan.endless = plan.events[: int(answer["endless_after_events"])], keepalive
+    return plan
 
 
 def new_entry(req: Request, api: str) -> dict[str, Any]:

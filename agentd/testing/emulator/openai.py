@@ -16,7 +16,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .common import Core, Plan, Request, auth_of, dumps, error_plan, new_entry, parse_body, sse_frame
+from .common import (
+    Core,
+    Plan,
+    Request,
+    auth_of,
+    connection_faults,
+    dumps,
+    error_plan,
+    new_entry,
+    parse_body,
+    sse_frame,
+)
 from .scenario import SUMMARY_TEXT, Reply, build_reply, check_expect, is_compaction
 from .tokens import block_tokens, canon, count_tokens
 from .validate import ApiError
@@ -256,7 +267,8 @@ def _answer(core: Core, req: Request, entry: dict[str, Any], body: dict[str, Any
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
             "usage": usage,
         }
-        return Plan(200, {"content-type": "application/json"}, body=dumps(data), on_headers=publish)
+        plan = Plan(200, {"content-type": "application/json"}, body=dumps(data), on_headers=publish)
+        return connection_faults(plan, answer, b"")
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     chunks = stream_chunks(cid, model, message, finish, usage if include_usage else None, chunk=core.chunk)
     plan = Plan(200, {"content-type": "text/event-stream", "cache-control": "no-cache"}, on_headers=publish)
@@ -271,7 +283,7 @@ def _answer(core: Core, req: Request, entry: dict[str, Any], body: dict[str, Any
         )
     if "hold_after_events" in answer:
         plan.hold_after, plan.gate = int(answer["hold_after_events"]), str(answer["gate"])
-    return plan
+    return connection_faults(plan, answer, b": keep-alive\n\n")
 
 
 def _pieces(s: str, size: int) -> list[str]:

@@ -67,6 +67,9 @@ ANSWER_KEYS = frozenset(
         "expect",
         "reasoning",
         "tool_calls_as_text",
+        "reset_before_first_byte",
+        "malformed_after_events",
+        "endless_after_events",
     }
 )
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import select
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -138,6 +139,12 @@ class _Handler(BaseHTTPRequestHandler):
         if plan.gate is not None and plan.events is None and not self._hold(plan.gate):
             note(outcome="disconnected")
             return
+        if plan.reset:  # not one byte: an RST (SO_LINGER 0) instead of an answer
+            note(outcome="reset")
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
         if plan.on_headers is not None:  # cache writes become visible as the response begins
             plan.on_headers()
         if plan.events is None:
@@ -149,6 +156,11 @@ class _Handler(BaseHTTPRequestHandler):
         note(first_byte_at=time.monotonic())
         self._headers(plan, chunked=True)
         pieces = [b"%x\r\n%s\r\n" % (len(f), f) for f in plan.events]
+        if plan.endless is not None:
+            for piece in pieces:
+                self.wfile.write(piece)
+            self._endless(plan.endless, note)
+            return
         if not plan.drop:  # §3.3 drop_after_events: no final chunk, no message_stop
             pieces.append(b"0\r\n\r\n")
         outcome = "dropped" if plan.drop else "stream_error" if plan.close else "complete"
@@ -164,6 +176,19 @@ class _Handler(BaseHTTPRequestHandler):
         if plan.drop:
             note(outcome=outcome, **({} if pieces else {"last_byte_at": time.monotonic()}))
             self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _endless(self, frame: bytes, note: Callable[..., None]) -> None:
+        """Keep-alive frames every `_HOLD_POLL_S` until the client goes away (or the emulator stops)."""
+        piece = b"%x\r\n%s\r\n" % (len(frame), frame)
+        core = self.server.emulator._core
+        note(outcome="endless")
+        while not core.stopping.wait(_HOLD_POLL_S):
+            if self._client_gone():
+                break
+            self.wfile.write(piece)
+            note(last_byte_at=time.monotonic())
+        note(outcome="disconnected")
+        self.close_connection = True
 
     def _hold(self, name: str) -> bool:
         """Mark gate `name` reached and wait until it opens; False if the client went away first."""
