@@ -103,8 +103,9 @@ def message_tokens(m: dict[str, Any]) -> int:
 
 
 def context_story(journal: list[dict[str, Any]]) -> dict[str, int]:
-    """Requests, compressions, the context at the end (prompt + output of the last turn request) and what
-    compression took out of it, net of the summaries: the messages a compression replaced that the next
+    """Requests, compressions, the mean context the model saw (prompt tokens of the turn requests, the
+    compression requests left out), the context at the end (prompt + output of the last turn request) and
+    what compression took out of it, net of the summaries: the messages a compression replaced that the next
     request no longer carries, minus the summary (and acknowledgement) that replaced them."""
     turns = [e for e in journal if not e["compaction"]]
     forgotten = 0
@@ -121,13 +122,18 @@ def context_story(journal: list[dict[str, Any]]) -> dict[str, int]:
         if len(now) > 1 and now[1]["content"] == [{"type": "text", "text": ACK_TEXT}]:
             summary += message_tokens(now[1])  # the acknowledgement (CONTRACTS.md §7)
         forgotten += sum(message_tokens(m) for m in gone if repr(m) not in kept) - summary
+    prompts = [_prompt(e["usage"]) for e in turns]
     last = turns[-1]["usage"] if turns else {}
-    end = sum(
-        last.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
     return {
         "requests": len(journal),
         "compressions": len(journal) - len(turns),
-        "context_tokens_end": end + last.get("output_tokens", 0),
+        "mean_context_tokens": round(sum(prompts) / len(prompts)) if prompts else 0,
+        "context_tokens_end": (prompts[-1] if prompts else 0) + last.get("output_tokens", 0),
         "forgotten_tokens": forgotten,
     }
+
+
+def _prompt(usage: dict[str, Any]) -> int:
+    return sum(
+        usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )

@@ -68,12 +68,18 @@ def test_context_story_counts_what_compression_forgot() -> None:
         "cache_read_input_tokens": 30,
         "output_tokens": 5,
     }
-    story = billing.context_story(journal)
     forgotten = sum(billing.message_tokens(m) for m in old[:2]) - billing.message_tokens(summary)
     forgotten -= billing.message_tokens(assistant(ACK_TEXT))
+    journal[0]["usage"] = {
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    story = billing.context_story(journal)
     assert story == {
         "requests": 3,
         "compressions": 1,
+        "mean_context_tokens": 80,  # (100 + 60) / 2: the compression request is not context the model saw
         "context_tokens_end": 65,
         "forgotten_tokens": forgotten,
     }
