@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="allow TOOL, or TOOL(pattern) such as 'run_command(npm test)', without asking",
     )
+    run.add_argument(
+        "--reload-instructions",
+        action="store_true",
+        help="with --continue/--resume: read AGENTS.md files again (costs one prompt-cache write)",
+    )
     _add_globals(run, 1)
 
     demo = sub.add_parser("demo", help="one offline turn on the bundled emulated model, shown step by step")
@@ -432,6 +437,7 @@ def _run(args: argparse.Namespace) -> int:
         continue_newest=args.cont,
         yes=args.yes,
         allow=list(args.allow),
+        reload_instructions=args.reload_instructions,
     )
     return asyncio.run(run_terminal_turn(setup)).code
 

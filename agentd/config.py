@@ -5,10 +5,6 @@ Layers, lowest first: defaults < user `config.toml` (platformdirs user config di
 A workspace file comes with the code it sits in, so it may not set `provider`, `base_url`, `api_key_env`,
 `allow` rules or `permissions.default_mode = "acceptEdits"`; those are dropped with a warning.
 Invalid values in editor options fall back to their default with a warning (never a crash); invalid values
-in a config file are a `ConfigError` naming the file and key. Unknown keys (in a file or the editor's
-options) and permission rules naming no tool are warnings with a "did you mean" (H13). API keys are never
-configuration: only the *name* of the environment variable (`api_key_env`) is.
-Imports `errors`, and the tool registry lazily (`known_tool_names`, the names rules may use).
 """
 
 from __future__ import annotations
@@ -24,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agentd.errors import ConfigError
+from agentd.safe_read import UnsafeFile, read_regular
 
 
 class _Section(BaseModel):
@@ -211,12 +208,24 @@ def user_config_path() -> Path:
     return Path(platformdirs.user_config_dir("agentd")) / "config.toml"
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+CONFIG_MAX_BYTES = 1 << 20
+
+
+def _read_toml(path: Path, root: Path | None = None) -> dict[str, Any]:
+    """The TOML table of `path` ({} when absent). Read with `safe_read.read_regular` (a regular file of at
+    most `CONFIG_MAX_BYTES`; with `root`, no link below it). Raises `ConfigError` saying what to do."""
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        data, size = read_regular(path, CONFIG_MAX_BYTES, root=root)
     except FileNotFoundError:
         return {}
+    except UnsafeFile as exc:
+        raise ConfigError(f"{path}: {exc.strerror}; make it a regular file or remove it") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc}); fix or remove the file") from exc
+    if size > CONFIG_MAX_BYTES:
+        raise ConfigError(f"{path}: larger than {CONFIG_MAX_BYTES} bytes; a config file is small, fix it")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(
             f"{path}: not valid UTF-8 (byte {exc.start}); save it as UTF-8 or remove it"
@@ -225,8 +234,6 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: nested too deeply to read; fix or remove the file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc}); fix or remove the file") from exc
 
 
 WORKSPACE_FILE_MAX_BYTES = 1 << 20
@@ -515,7 +522,7 @@ def load_settings(
         problem = workspace_file_problem(ws_path, workspace)
         if problem is not None:  # a bad workspace file is a warning; the other layers still apply
             warns.append(f"{ws_path}: {problem}; it was not read")
-        raw_ws = {} if problem is not None else _read_toml(ws_path)
+        raw_ws = {} if problem is not None else _read_toml(ws_path, root=workspace)
         ws = _drop_unknown(_restrict_workspace(raw_ws, warns, ws_path), str(ws_path), warns)
         _validate_file(ws, ws_path)
         _rule_warnings(_to_snake(raw_ws), str(ws_path), warns)  # indexes as in the file

@@ -12,6 +12,7 @@ import json
 import sys
 from typing import Any
 
+from agentd.core.instructions import Instructions
 from agentd.persistence.index import delete_session, list_sessions, read_meta
 from agentd.persistence.paths import DataDir
 from agentd.persistence.replay import restore_message
@@ -92,7 +93,12 @@ def render_transcript(
     shown = str(model or first or "?") + (
         f" (created with {first})" if model and first and model != first else ""
     )
-    lines += [head, f"workspace: {meta.get('cwd', '?')}  model: {shown}", ""]
+    lines += [head, f"workspace: {meta.get('cwd', '?')}  model: {shown}"]
+    start = (
+        Instructions.from_record(meta["instructions"]) if isinstance(meta.get("instructions"), dict) else None
+    )
+    lines += [f"instructions: {start.summary()}"] if start and start.files else []
+    lines.append("")
     for rec in records:
         kind = rec.get("kind")
         if kind == "message":
@@ -106,6 +112,8 @@ def render_transcript(
             todos = rec.get("todos") or []
         elif kind == "compaction":
             lines.append(f"--- history compressed: {rec.get('replaced')} messages summarised ---")
+        elif kind == "instructions":
+            lines.append(f"--- instructions reloaded: {Instructions.from_record(rec).summary()} ---")
     lines.append("")
     lines.append("## Plan" if markdown else "Plan:")
     marks = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}

@@ -202,7 +202,8 @@ class TurnSetup:
     which session (`session_id` to resume, `continue_newest` for the workspace's newest, else a new one);
     who answers approvals (`yes`, `allow`, else the terminal; or `approver` itself, as the demo's);
     `show_work` for the demo's plan and command output; `provider_env` replaces the environment the
-    provider reads its key from (the demo's emulator key)."""
+    provider reads its key from (the demo's emulator key); `reload_instructions` for a resumed session:
+    read its project instructions again (`agentd.core.instructions.reload`)."""
 
     prompt: str
     workspace: Path
@@ -215,6 +216,7 @@ class TurnSetup:
     approver: Approver | None = None
     show_work: bool = False
     provider_env: dict[str, str] | None = None
+    reload_instructions: bool = False  # a resumed session reads its AGENTS.md files again (one cache write)
 
 
 @dataclass
@@ -309,6 +311,7 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
     )
     session, created = _open(setup, provider, printer, report)
     printer.line(f"[session {session.id}]")
+    _instructions_line(session, printer, reload=setup.reload_instructions and not created)
     loop = asyncio.get_running_loop()
     interrupted = False
 
@@ -334,6 +337,20 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
             await hooks.drain()  # observing hooks (after_tool, turn_end) finish before the process ends
         session.close()
     return TurnOutcome(_exit_code(printer, report, stop, interrupted), session.id, printer.totals)
+
+
+def _instructions_line(session: Any, printer: Printer, *, reload: bool) -> None:
+    """`[instructions · AGENTS.md (1840 bytes)]` when the session has any; `reload`: read them again first
+    (the user asked), which changes the system prompt and so costs one prompt-cache write."""
+    from agentd.core.instructions import reload as reload_instructions
+
+    if reload:
+        fresh = reload_instructions(session)
+        printer.line(
+            f"[instructions reloaded · {fresh.summary()} · the next request writes the prompt cache once]"
+        )
+    elif session.p.instructions.files:
+        printer.line(f"[instructions · {session.p.instructions.summary()}]")
 
 
 def _discard(data_dir: Any, session_id: str) -> None:

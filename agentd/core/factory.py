@@ -17,6 +17,8 @@ from agentd.clock import Clock, default_clock
 from agentd.config import HooksSettings, Settings, user_config_path
 from agentd.core.context import Context
 from agentd.core.hooks import Hooks
+from agentd.core.instructions import Instructions, NestedInstructions, latest_record, user_instructions_dir
+from agentd.core.instructions import load as load_instructions
 from agentd.core.prompts import system_blocks
 from agentd.core.session import EventSink, Session, SessionParts
 from agentd.core.todos import TodoTracker
@@ -113,10 +115,14 @@ def _parts(
     approver: Approver,
     clock: Clock,
     lines: LineWriter,
+    instructions: Instructions,
 ) -> SessionParts:
     todos = TodoTracker(max_items=settings.todos.max_items, stale_rounds=settings.todos.stale_rounds)
     hooks = Hooks(line_writer=lines)
     hooks.add_before_model("todo_reminder", todos.before_model)
+    root = Path(os.path.realpath(cwd))
+    context = Context(prompt_caching=settings.prompt_caching, ttl=settings.cache.ttl, now=clock.now)
+    hooks.add_after_tool("nested_instructions", NestedInstructions(root, context.view).after_tool)
     registry = ToolRegistry([TodoWrite(), *default_tools()])
     rules = [Rule(tool=r.tool, action=r.action, network=r.network) for r in settings.permissions.rules]
     root = Path(os.path.realpath(cwd))
@@ -161,19 +167,20 @@ def _parts(
         settings=settings,
         provider=provider,
         registry=registry,
-        context=Context(prompt_caching=settings.prompt_caching, ttl=settings.cache.ttl, now=clock.now),
+        context=context,
         todos=todos,
         hooks=hooks,
         gate=gate,
         audit=audit,
         store=store,
         tool_ctx=tool_ctx,
-        system=system_blocks(root),
+        system=system_blocks(root, instructions.text),
         tool_defs=registry.definitions(settings.tools.terse_descriptions),
         clock=clock,
         model_window=settings.window_tokens(context_window(provider.model)),
         lines=lines,
         secrets=secrets,
+        instructions=instructions,
     )
 
 
@@ -188,7 +195,8 @@ def create_session(
     clock: Clock | None = None,
     lines: LineWriter = stderr_line,
 ) -> Session:
-    """A new session for workspace `cwd`: store created and locked, `meta` record written."""
+    """A new session for workspace `cwd`: store created and locked, `meta` record written, the project
+    instructions read once and stored in it (`agentd.core.instructions`)."""
     session_id = new_session_id()
     meta: dict[str, Any] = {
         "cwd": os.path.realpath(cwd),
@@ -196,10 +204,25 @@ def create_session(
         "model": provider.model,
         "directories": [],
     }
+    instructions = load_instructions(cwd, user_instructions_dir())
+    meta["instructions"] = instructions.record()
     store = SessionStore.create(data_dir, session_id, meta)
-    parts = _parts(
-        session_id, cwd, settings, provider, store, data_dir, approver, clock or default_clock(), lines
-    )
+    try:
+        parts = _parts(
+            session_id,
+            cwd,
+            settings,
+            provider,
+            store,
+            data_dir,
+            approver,
+            clock or default_clock(),
+            lines,
+            instructions,
+        )
+    except BaseException:
+        store.close()
+        raise
     return Session(parts, sink)
 
 
@@ -215,17 +238,29 @@ def open_session(
     lines: LineWriter = stderr_line,
 ) -> Session:
     """Open an existing session: lock it, replay its log into fresh per-session objects, check and repair
-    it, and run the validator (CONTRACTS.md §9). Raises SessionNotFound, SessionLocked, StorageError."""
+    it, and run the validator (CONTRACTS.md §9). Its system prompt is rebuilt from the instructions stored
+    in its log (the meta record, or the last `instructions` record of a reload), never from the files, so the cached prefix stays byte-identical. Raises SessionNotFound, SessionLocked, StorageError."""
     from agentd.persistence.replay import replay_into
 
     store = SessionStore.open(data_dir, session_id)
     try:
         cwd = Path(store.meta.get("cwd") or os.getcwd())
+        records = store.records()
+        instructions = latest_record(records) or Instructions()  # the text it started with: same bytes
         parts = _parts(
-            session_id, cwd, settings, provider, store, data_dir, approver, clock or default_clock(), lines
+            session_id,
+            cwd,
+            settings,
+            provider,
+            store,
+            data_dir,
+            approver,
+            clock or default_clock(),
+            lines,
+            instructions,
         )
         session = Session(parts, sink)
-        replay_into(session, store.records())
+        replay_into(session, records)
     except BaseException:
         store.close()
         raise

@@ -7,7 +7,8 @@ Hook points:
 - `before_tool(tool_name, args) -> HookVerdict | None`: `block=True` denies the call (decision step 3);
   `allow=True` may only waive an "ask" (never overrides steps 1-4; the gate enforces that).
 - `after_tool(tool_name, output) -> str | None` and `on_turn_end(stop_reason) -> str | None`: observers;
-  a returned text is logged as what the hook did.
+  a returned text is logged as what the hook did. An `after_tool` hook may append to `output.content`
+  before the result is stored (the nested-instructions notes of `core/instructions.py` do).
 
 Every invocation that does something writes one line `[Hook] <hook point> <name>: <detail>` through the
 line writer (default: the `agentd` logger). A hook that raises is logged; a raising `before_tool` hook blocks

@@ -23,6 +23,7 @@ from agentd.clock import Clock
 from agentd.config import Settings
 from agentd.core.context import Context
 from agentd.core.hooks import Hooks
+from agentd.core.instructions import Instructions
 from agentd.core.todos import TodoTracker
 from agentd.core.tokens import TokenTotals
 from agentd.errors import UsageError
@@ -92,6 +93,7 @@ class SessionParts:
     model_window: int
     lines: LineWriter
     secrets: list[str] = field(default_factory=list)
+    instructions: Instructions = field(default_factory=Instructions)
 
 
 class Session:

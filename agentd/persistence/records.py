@@ -22,7 +22,7 @@ LOG_VERSION = 1
 
 KINDS = frozenset(
     {
-        "meta",  # session id, cwd, directories, provider, model
+        "meta",  # session id, cwd, directories, provider, model, instructions (files and text)
         "prompt",  # the prompt's original content blocks and its messageId
         "message",  # an API message exactly as sent, with its messageId; one record per tool_result
         "tool_call",  # final state: status, rawInput, rawOutput summary, diff/locations, decided_by
@@ -33,6 +33,7 @@ KINDS = frozenset(
         "title",  # the session title
         "usage",  # one per model request
         "compaction",  # which messages the active context replaces (nothing is deleted)
+        "instructions",  # a reload of the project instructions (files and exact text)
     }
 )
 

@@ -220,6 +220,15 @@ class SandboxState(WireModel):
     missing: list[str]
 
 
+class InstructionFile(WireModel):
+    """One project-instructions file in the session's system prompt (AGENTS.md, CLAUDE.md): `path` as
+    shown (workspace-relative, else absolute), its size and the bytes loaded after the 32 KiB cap."""
+
+    path: str
+    bytes: int
+    loaded_bytes: int
+
+
 class SessionStatus(WireModel):
     session_id: str
     cwd: str
@@ -233,6 +242,7 @@ class SessionStatus(WireModel):
     turns: int
     updated_at: str | None = None
     sandbox: SandboxState | None = None
+    instructions: list[InstructionFile] | None = None
 
 
 class CompactResult(WireModel):

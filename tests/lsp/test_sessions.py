@@ -37,6 +37,7 @@ async def test_every_session_method(
     client_name: str, emulator: Emulator, workspace: Path, data_dir: Path, daemons: Any
 ) -> None:
     emulator.script(SCENARIO)
+    (workspace / "AGENTS.md").write_text("Be brief.\n", encoding="utf-8")  # status names it (issue 11)
     options = {"context": {"keepRecentMessages": 2}}
     d = await daemons(client_name, daemon_env(data_dir, emulator.url), [workspace], init_options=options)
     paths = {str(workspace.resolve()): "<ws>"}
@@ -65,7 +66,8 @@ async def test_every_session_method(
         "totals": {"requests": 2, "inputTokens": "<n>", "outputTokens": "<n>", "cacheReadTokens": "<n>",
                    "cacheWriteTokens": "<n>"},
         "costEstimate": {"amount": "<n>", "currency": "USD"}, "turns": 1, "updatedAt": "<ts>",
-        "sandbox": wire_state(Launcher("auto", detect(), SandboxPolicy(writable=())))}  # fmt: skip
+        "sandbox": wire_state(Launcher("auto", detect(), SandboxPolicy(writable=()))),
+        "instructions": [{"path": "AGENTS.md", "bytes": 10, "loadedBytes": 10}]}  # fmt: skip
     listed = await d.request("agentd/session/list", {})
     assert scrub(listed, paths) == {"sessions": [{
         "sessionId": "<sess>", "cwd": "<ws>", "title": "Plan it.", "updatedAt": "<ts>",

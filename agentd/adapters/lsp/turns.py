@@ -207,6 +207,7 @@ def status(conn: Connection, raw: Any) -> dict[str, Any]:
     out["turns"] = s.turns
     out["updatedAt"] = p.store.meta.get("updatedAt")
     out["sandbox"] = wire_state(p.tool_ctx.launcher)  # issue 12: what protects this session's commands
+    out["instructions"] = [f.to_json() for f in p.instructions.files]
     return out
 
 

@@ -77,6 +77,16 @@ export interface ImageBlock {
   mimeType: string;
 }
 
+/** One project-instructions file in the session's system prompt (AGENTS.md, CLAUDE.md): `path` as
+ * shown (workspace-relative, else absolute), its size and the bytes loaded after the 32 KiB cap.
+ */
+export interface InstructionFile {
+  _meta?: Record<string, unknown>;
+  path: string;
+  bytes: number;
+  loadedBytes: number;
+}
+
 export interface ListSessionsParams {
   _meta?: Record<string, unknown>;
   cwd?: string;
@@ -267,6 +277,7 @@ export interface SessionStatus {
   turns: number;
   updatedAt?: string;
   sandbox?: SandboxState;
+  instructions?: InstructionFile[];
 }
 
 export type SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCall | ToolCallUpdate | Plan | UsageUpdate | SessionInfoUpdate | CurrentModeUpdate | Retry;

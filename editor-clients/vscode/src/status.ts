@@ -21,6 +21,8 @@ export interface Usage {
   model?: string;
   mode?: string;
   sandbox?: SandboxState;
+  /** The project-instruction files in the session's system prompt (AGENTS.md, CLAUDE.md), as shown. */
+  instructions?: string[];
 }
 
 export function emptyUsage(): Usage {
@@ -53,6 +55,9 @@ export function fromStatus(s: SessionStatus): Usage {
     model: s.model,
     mode: s.mode,
     sandbox: s.sandbox,
+    instructions: (s.instructions ?? []).map((f) =>
+      f.loadedBytes < f.bytes ? `${f.path} (cut at ${f.loadedBytes} of ${f.bytes} bytes)` : f.path,
+    ),
   };
 }
 
@@ -126,6 +131,9 @@ export class StatusBar implements vscode.Disposable {
           u.model ? `| Model | ${escapeMd(u.model)} |` : "",
           u.mode ? `| Mode | ${escapeMd(u.mode)} |` : "",
           u.sandbox ? `| Sandbox | ${escapeMd(sandboxText(u.sandbox) ?? "")} |` : "",
+          u.instructions
+            ? `| Instructions | ${u.instructions.length ? u.instructions.map(escapeMd).join(", ") : "none"} |`
+            : "",
         ]
           .filter(Boolean)
           .join("\n"),

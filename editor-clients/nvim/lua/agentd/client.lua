@@ -631,8 +631,15 @@ function M.status(cb)
       local t = res.totals or {}
       local ctx = res.context or {}
       local cost = res.costEstimate and (' · ~$%.4f'):format(res.costEstimate.amount) or ''
+      local files = {}
+      for _, f in ipairs(res.instructions or {}) do
+        files[#files + 1] = f.loadedBytes < f.bytes
+            and ('%s (cut at %d of %d bytes)'):format(f.path, f.loadedBytes, f.bytes)
+          or f.path
+      end
+      local instructions = ' · instructions: ' .. (#files > 0 and table.concat(files, ', ') or 'none')
       notify(
-        ('%s · %s · %s/%s · context %s/%s tokens · %s requests (in=%s out=%s cache_read=%s cache_write=%s)%s'):format(
+        ('%s · %s · %s/%s · context %s/%s tokens · %s requests (in=%s out=%s cache_read=%s cache_write=%s)%s%s'):format(
           s.title or s.id,
           res.state or '?',
           res.provider or '?',
@@ -644,7 +651,8 @@ function M.status(cb)
           tostring(t.outputTokens),
           tostring(t.cacheReadTokens),
           tostring(t.cacheWriteTokens),
-          cost
+          cost,
+          instructions
         )
       )
     end)

@@ -2,7 +2,8 @@
 -- of AGENTD_TURNS turns and of every request. Reports events, the plugin's messages, the sessions the
 -- plugin holds, and the chat and plan windows. Env: AGENTD_FILE, AGENTD_CMDS (JSON list of Ex commands),
 -- AGENTD_TURNS, AGENTD_AUTO_RESUME (JSON bool, default true), AGENTD_AFTER (JSON list of Ex commands run
--- after that, each waiting for one vim.ui.select).
+-- after that, each waiting for one vim.ui.select), AGENTD_THEN (JSON list of Ex commands run last, each
+-- waiting for one message).
 local here = debug.getinfo(1, 'S').source:sub(2):match('(.*/)')
 local L = dofile(here .. 'lib.lua')
 local out = L.out
@@ -35,6 +36,13 @@ L.run(function()
     L.wait(10000, function()
       return #out.selects > n
     end, 'a selection after ' .. cmd)
+  end
+  for _, cmd in ipairs(L.env_json('AGENTD_THEN', {})) do
+    local n = #out.messages
+    vim.cmd(cmd)
+    L.wait(10000, function()
+      return #out.messages > n
+    end, 'a message after ' .. cmd)
   end
   out.sessions = vim.tbl_count(client.sessions)
   out.started = L.client() ~= nil
