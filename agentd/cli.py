@@ -126,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_audit_parser(sub)
     _add_doctor_parser(sub)
     _add_trust_parser(sub)
+    _add_mcp_parser(sub)
     return p
 
 
@@ -220,6 +221,16 @@ def _doctor(args: argparse.Namespace) -> int:
     return int(rep["exitCode"])
 
 
+def _add_mcp_parser(sub: Any) -> None:
+    """`agentd mcp list [--workspace DIR]` (issue 11; docs/mcp.md)."""
+    mcp = sub.add_parser("mcp", help="the configured MCP servers")
+    _add_globals(mcp, 1)
+    verbs = mcp.add_subparsers(dest="mcp_command", metavar="{list}", required=True, parser_class=_Parser)
+    ls = verbs.add_parser("list", help="start each configured server, show its state and tools, stop it")
+    ls.add_argument("--workspace", metavar="DIR", default=".", help="whose config to use (default: .)")
+    _add_globals(ls, 2)
+
+
 def _add_audit_parser(sub: Any) -> None:
     """`agentd audit verify SESSION_ID` (PROTOCOL.md §3.1; issue 9 H6)."""
     audit = sub.add_parser("audit", help="check a session's audit log")
@@ -309,6 +320,19 @@ def _main(argv: list[str] | None) -> int:
         return 1
 
 
+def _mcp_list(args: argparse.Namespace) -> int:
+    """`agentd mcp list`: the servers of the workspace's effective config, their state and tools."""
+    from agentd.config import load_settings
+    from agentd.mcp.listing import mcp_list
+
+    workspace = _workspace(args.workspace)
+    warnings: list[str] = []
+    settings = load_settings(workspace, warnings=warnings)
+    for w in warnings:
+        console.line(f"agentd: warning: {w}")
+    return asyncio.run(mcp_list(settings, workspace))
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return _run(args)
@@ -326,6 +350,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _doctor(args)
     if args.command == "trust":
         return _trust(args)
+    if args.command == "mcp":
+        return _mcp_list(args)
     return _serve(args)
 
 

@@ -15,9 +15,17 @@ import re
 import stat
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from agentd.errors import ConfigError
 from agentd.safe_read import UnsafeFile, read_regular
@@ -129,6 +137,38 @@ class HooksSettings(_Section):
         return bool(self.before_tool or self.after_tool or self.before_model or self.turn_end)
 
 
+MCP_NAME = r"^[A-Za-z0-9_-]{1,32}$"
+SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
+
+
+class MCPServerSettings(_Section):
+    """One `[mcp.servers.NAME]` table: a stdio server (`command`, `args`, `env`) or a Streamable HTTP one
+    (`url`, `headers`). `env` is all the environment the server gets besides HOME, LOGNAME, PATH, SHELL,
+    TERM and USER (the MCP SDK's safe defaults); `timeout_s`: per call (default `tools.run_timeout_s`)."""
+
+    command: str | None = Field(None, min_length=1)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = Field(None, pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float | None = Field(None, gt=0, alias="timeoutS")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "give either command (a stdio server) or url (Streamable HTTP), not both or neither"
+            )
+        return self
+
+
+class MCPSettings(_Section):
+    servers: dict[Annotated[str, StringConstraints(pattern=MCP_NAME)], MCPServerSettings] = Field(
+        default_factory=dict
+    )
+    start_timeout_s: float = Field(30.0, gt=0, alias="startTimeoutS")
+
+
 class OpenAISettings(_Section):
     temperature: float | None = None
     seed: int | None = None
@@ -157,6 +197,7 @@ class Settings(_Section):
     hooks: HooksSettings = Field(default_factory=HooksSettings)  # type: ignore[arg-type]
     workspace_hooks: HooksSettings = Field(default_factory=HooksSettings, alias="workspaceHooks")  # type: ignore[arg-type]
     openai: OpenAISettings = Field(default_factory=OpenAISettings)  # type: ignore[arg-type]
+    mcp: MCPSettings = Field(default_factory=MCPSettings)  # type: ignore[arg-type]
     auth_token: str | None = Field(None, alias="authToken")
 
     def window_tokens(self, model_window: int) -> int:
@@ -168,8 +209,9 @@ class Settings(_Section):
         return self.context.compress_threshold_tokens or int(self.window_tokens(model_window) * 0.8)
 
 
-WORKSPACE_FORBIDDEN = ("provider", "base_url", "api_key_env")
-MCP_TOOL = re.compile(r"mcp__[A-Za-z0-9_-]+__[A-Za-z0-9_.-]+")  # tools of MCP servers: mcp__SERVER__TOOL
+WORKSPACE_FORBIDDEN = ("provider", "base_url", "api_key_env", "mcp")
+# tools of MCP servers: mcp__SERVER__TOOL, or all of one server's as mcp__SERVER__* (permissions.rules)
+MCP_TOOL = re.compile(r"mcp__[A-Za-z0-9_-]+__([A-Za-z0-9_.-]+|\*)")
 
 
 def known_tool_names() -> list[str]:
@@ -284,7 +326,8 @@ def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -
             data.pop(key)
             warnings.append(
                 f"{path}: '{_spelled(raw, key, Settings)}' ignored: {why}, so it may not choose the provider, "
-                f"its URL or the variable holding its API key; {instead}"
+                f"its URL, the variable holding its API key or MCP servers (programs agentd would start); "
+                f"{instead}"
             )
     if isinstance(data.get("sandbox"), dict):
         data["sandbox"] = _restrict_sandbox(

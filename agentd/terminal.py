@@ -269,8 +269,9 @@ def _approver(setup: TurnSetup, report: TurnReport) -> Approver:
     )
 
 
-def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnReport) -> tuple[Any, bool]:
-    """The session of the turn, and whether it was created now."""
+async def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnReport) -> tuple[Any, bool]:
+    """The session of the turn, and whether it was created now; its MCP servers started (a server that
+    does not start is a warning line)."""
     from agentd.core.factory import create_session, open_session
     from agentd.persistence.index import newest_session
 
@@ -287,11 +288,26 @@ def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnReport)
         "sink": printer.update,
         "lines": printer.line,
     }
-    if not session_id:
-        return create_session(cwd=setup.workspace, **common), True
-    session = open_session(session_id=session_id, **common)
+    from agentd.mcp.manager import specs_from_settings, start_servers
+
+    s = setup.settings
+    common["mcp"] = await start_servers(
+        specs_from_settings(s),
+        setup.workspace,
+        s,
+        warn=lambda text: printer.line(f"agentd: warning: {text}"),
+        secret_env=[s.api_key_env] if s.api_key_env else [],
+    )
+    try:
+        if not session_id:
+            return create_session(cwd=setup.workspace, **common), True
+        session = open_session(session_id=session_id, **common)
+    except BaseException:
+        if common["mcp"] is not None:
+            await common["mcp"].aclose()
+        raise
     if not session.p.cwd.is_dir():
-        session.close()
+        await session.aclose()
         raise ConfigError(
             f"session {session_id} belongs to {session.p.cwd}, which no longer exists; restore that folder, "
             "or start a new session with --workspace DIR"
@@ -309,7 +325,7 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
     printer = Printer(
         report, on_closed=lambda: session.cancel() if session else None, show_work=setup.show_work
     )
-    session, created = _open(setup, provider, printer, report)
+    session, created = await _open(setup, provider, printer, report)
     printer.line(f"[session {session.id}]")
     _instructions_line(session, printer, reload=setup.reload_instructions and not created)
     loop = asyncio.get_running_loop()
@@ -335,7 +351,7 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
         hooks = getattr(session.p.gate, "user_hooks", None)
         if hooks is not None:
             await hooks.drain()  # observing hooks (after_tool, turn_end) finish before the process ends
-        session.close()
+        await session.aclose()
     return TurnOutcome(_exit_code(printer, report, stop, interrupted), session.id, printer.totals)
 
 

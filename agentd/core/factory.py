@@ -116,6 +116,7 @@ def _parts(
     clock: Clock,
     lines: LineWriter,
     instructions: Instructions,
+    mcp: Any = None,
 ) -> SessionParts:
     todos = TodoTracker(max_items=settings.todos.max_items, stale_rounds=settings.todos.stale_rounds)
     hooks = Hooks(line_writer=lines)
@@ -123,7 +124,7 @@ def _parts(
     root = Path(os.path.realpath(cwd))
     context = Context(prompt_caching=settings.prompt_caching, ttl=settings.cache.ttl, now=clock.now)
     hooks.add_after_tool("nested_instructions", NestedInstructions(root, context.view).after_tool)
-    registry = ToolRegistry([TodoWrite(), *default_tools()])
+    registry = ToolRegistry([TodoWrite(), *default_tools(), *(mcp.tools() if mcp is not None else [])])
     rules = [Rule(tool=r.tool, action=r.action, network=r.network) for r in settings.permissions.rules]
     root = Path(os.path.realpath(cwd))
     protected = protected_paths(settings, data_dir)
@@ -181,6 +182,7 @@ def _parts(
         lines=lines,
         secrets=secrets,
         instructions=instructions,
+        mcp=mcp,
     )
 
 
@@ -194,6 +196,7 @@ def create_session(
     sink: EventSink | None = None,
     clock: Clock | None = None,
     lines: LineWriter = stderr_line,
+    mcp: Any = None,
 ) -> Session:
     """A new session for workspace `cwd`: store created and locked, `meta` record written, the project
     instructions read once and stored in it (`agentd.core.instructions`)."""
@@ -219,6 +222,7 @@ def create_session(
             clock or default_clock(),
             lines,
             instructions,
+            mcp,
         )
     except BaseException:
         store.close()
@@ -236,6 +240,7 @@ def open_session(
     sink: EventSink | None = None,
     clock: Clock | None = None,
     lines: LineWriter = stderr_line,
+    mcp: Any = None,
 ) -> Session:
     """Open an existing session: lock it, replay its log into fresh per-session objects, check and repair
     it, and run the validator (CONTRACTS.md §9). Its system prompt is rebuilt from the instructions stored
@@ -258,6 +263,7 @@ def open_session(
             clock or default_clock(),
             lines,
             instructions,
+            mcp,
         )
         session = Session(parts, sink)
         replay_into(session, records)

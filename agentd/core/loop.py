@@ -356,6 +356,8 @@ def _finish(
     # what the model sees: at most about a quarter of the context window (4 bytes a token), size stated
     out.content = model_text(full, max_bytes=max(8192, s.p.model_window))
     block = _result(tid, out.content, out.is_error)
+    if out.images:  # an MCP tool's pictures follow its text (the OpenAI provider turns them into text)
+        block["content"] = [{"type": "text", "text": out.content or "(image)"}, *out.images]
     s.persist_message({"role": "user", "content": [block]}, new_message_id())  # persist, then apply
     s.p.context.add_user([block])
     status = "failed" if out.is_error else "completed"

@@ -94,6 +94,7 @@ class SessionParts:
     lines: LineWriter
     secrets: list[str] = field(default_factory=list)
     instructions: Instructions = field(default_factory=Instructions)
+    mcp: Any = None  # agentd.mcp.manager.MCPManager: the session's MCP servers, stopped with it
 
 
 class Session:
@@ -236,6 +237,15 @@ class Session:
             self._task.cancel()
 
     def close(self) -> None:
-        """Release the lock and close the store. The session object is unusable afterwards."""
+        """Release the lock and close the store; ask the session's MCP servers to stop (`aclose` waits for
+        them). The session object is unusable afterwards."""
         self.cancel()
+        if self.p.mcp is not None:
+            self.p.mcp.close_soon()
         self.p.store.close()
+
+    async def aclose(self) -> None:
+        """`close()`, then wait until the session's MCP servers have stopped."""
+        self.close()
+        if self.p.mcp is not None:
+            await self.p.mcp.aclose()

@@ -60,7 +60,7 @@ DecidedBy = Literal[
 Mode = Literal["default", "acceptEdits", "readOnly", "auto"]
 GrantKind = Literal["allow_always", "reject_always"]
 
-READ_ONLY_DENIED = frozenset({"write_file", "edit_file", "run_command"})  # step 4
+READ_ONLY_DENIED = frozenset({"write_file", "edit_file", "run_command"})  # step 4, with every mcp__ tool
 ACCEPT_EDITS_ALLOWED = frozenset({"write_file", "edit_file"})  # step 6
 
 
@@ -289,7 +289,7 @@ class Gate:
             return Decision(
                 decision="deny", decided_by="hook", rule=verdict.hook or None, detail=verdict.reason
             )
-        if self.mode == "readOnly" and tool_name in READ_ONLY_DENIED:  # 4
+        if self.mode == "readOnly" and (tool_name in READ_ONLY_DENIED or tool_name.startswith("mcp__")):  # 4
             return Decision(decision="deny", decided_by="mode", rule="readOnly", detail="readOnly")
         forced = self._forced_ask(tool_name, preview, subject)  # 4b: protected paths, leaving the sandbox
         asked_by_hook = next((a for a in self._answers if a.decision == "ask"), None)

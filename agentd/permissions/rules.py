@@ -3,7 +3,8 @@ issue 12 §2; PROTOCOL.md §4.3 `permissions.rules`).
 
 Owns: `Rule`, `DEFAULT_RULES`, `parse_target()`, `Subject` (what the rules of one call match: its parts),
 `verdict()` (deny > ask > allow over every form, part by part), `command_prefix()` (what "always" offers
-for a command), `strictest()` and `rule_label()`.
+for a command), `names()` (a rule's name covers a tool: exactly, or `mcp__<server>__*` for every tool of
+one MCP server; MCP tools have no default rule, so they ask), `strictest()` and `rule_label()`.
 
 Forms of `tool`:
 - `run_command`: the exact tool name: every call of the tool, every part of a command;
@@ -38,7 +39,7 @@ from agentd.permissions.shellwords import Part, split_command
 Action = Literal["allow", "ask", "deny"]
 
 _STRENGTH: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
-_TARGET = re.compile(r"^([A-Za-z_][\w.-]*)(?:\((.*)\))?$", re.S)
+_TARGET = re.compile(r"^(mcp__[\w-]+__\*|[A-Za-z_][\w.-]*)(?:\((.*)\))?$", re.S)
 PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_dir"})
 SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
@@ -96,12 +97,20 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 )
 
 
+def names(rule_name: str, tool_name: str) -> bool:
+    """A rule's tool name covers `tool_name`: the same name, or `mcp__<server>__*` for every tool of that
+    MCP server (issue 11)."""
+    if rule_name.startswith("mcp__") and rule_name.endswith("__*"):
+        return tool_name.startswith(rule_name[:-1])
+    return rule_name == tool_name
+
+
 def strictest(rules: Iterable[Rule], tool_name: str) -> Rule | None:
     """The exact-name rule for `tool_name` with the strongest action (deny > ask > allow), or None.
     Among equally strong rules the first one wins."""
     best: Rule | None = None
     for rule in rules:
-        if rule.tool == tool_name and (best is None or _STRENGTH[rule.action] > _STRENGTH[best.action]):
+        if names(rule.tool, tool_name) and (best is None or _STRENGTH[rule.action] > _STRENGTH[best.action]):
             best = rule
     return best
 
@@ -177,7 +186,7 @@ def matches(rule: Rule, item: Item, owner: str) -> bool:
     tool's calls; a pattern rule covers the items of its tool that its pattern matches."""
     name, pattern = parse_target(rule.tool)
     if pattern is None:
-        return name == owner
+        return names(name, owner)
     if name != item.tool:
         return False
     if item.tool == "run_command":

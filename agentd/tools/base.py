@@ -126,7 +126,8 @@ class ToolOutput:
 
     `content`: the text the model sees as the tool_result; `is_error`: the tool failed (the model's
     problem, not the operator's). For the editor: `title`, `locations` (`[{"path", "line"?}]`, 1-based),
-    `diff` (`{"path", "oldText", "newText"}`) and `raw_output` (a short JSON-able summary).
+    `diff` (`{"path", "oldText", "newText"}`) and `raw_output` (a short JSON-able summary). `images`:
+    image blocks that follow the text in the tool_result (an MCP tool's pictures).
     """
 
     content: str
@@ -135,6 +136,7 @@ class ToolOutput:
     locations: list[dict[str, Any]] = field(default_factory=list)
     diff: dict[str, Any] | None = None
     raw_output: dict[str, Any] | None = None
+    images: list[dict[str, Any]] = field(default_factory=list)  # Messages API image blocks (MCP results)
 
 
 @dataclass

@@ -104,8 +104,14 @@ async def new_session(conn: Connection, raw: Any) -> dict[str, Any]:
     from agentd.core.factory import create_session
 
     bridge = SessionBridge()
-    session = create_session(cwd=Path(cwd), settings=settings, provider=provider, data_dir=conn.daemon.data_dir,
-                             approver=bridge, sink=bridge.emit, lines=bridge.line)  # fmt: skip
+    mcp = await _start_mcp(conn, settings, cwd)
+    try:
+        session = create_session(cwd=Path(cwd), settings=settings, provider=provider, data_dir=conn.daemon.data_dir,
+                                 approver=bridge, sink=bridge.emit, lines=bridge.line, mcp=mcp)  # fmt: skip
+    except BaseException:
+        if mcp is not None:
+            await mcp.aclose()
+        raise
     hosted = Hosted(session=session, provider=provider, settings=settings, bridge=bridge)
     _attach(conn, hosted, [cwd, *extra])
     meta = session.p.store.meta
@@ -141,7 +147,13 @@ async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
     cwd = _dir(conn, method, params.cwd)
     extra = [_dir(conn, method, d, "additionalDirectories") for d in params.additional_directories]
     if hosted is None:
-        hosted = _open(conn, sid, cwd)
+        mcp = await _start_mcp(conn, _settings(conn, cwd), cwd)
+        try:
+            hosted = _open(conn, sid, cwd, mcp)
+        except BaseException:
+            if mcp is not None:
+                await mcp.aclose()
+            raise
         _attach(conn, hosted, [cwd, *extra])
     try:
         await _replay(conn, hosted)
@@ -151,7 +163,21 @@ async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
     return {"modes": ps.modes_state(hosted.session.p.gate.mode, descriptions=False)}
 
 
-def _open(conn: Connection, sid: str, cwd: str) -> Hosted:
+async def _start_mcp(conn: Connection, settings: Any, cwd: str) -> Any:
+    """The session's MCP servers from the effective config (issue 11); a server that does not start is a
+    warning the editor shows, not a failed session."""
+    from agentd.mcp.manager import specs_from_settings, start_servers
+
+    return await start_servers(
+        specs_from_settings(settings),
+        Path(cwd),
+        settings,
+        warn=lambda text: conn.show_message(f"agentd: {text}", 2),
+        secret_env=[settings.api_key_env] if settings.api_key_env else [],
+    )
+
+
+def _open(conn: Connection, sid: str, cwd: str, mcp: Any = None) -> Hosted:
     from agentd.core.factory import open_session
     from agentd.errors import SessionLocked
 
@@ -167,7 +193,7 @@ def _open(conn: Connection, sid: str, cwd: str) -> Hosted:
     bridge = SessionBridge()
     try:
         session = open_session(session_id=sid, settings=settings, provider=provider, data_dir=conn.daemon.data_dir,
-                               approver=bridge, sink=bridge.emit, lines=bridge.line)  # fmt: skip
+                               approver=bridge, sink=bridge.emit, lines=bridge.line, mcp=mcp)  # fmt: skip
     except SessionLocked as exc:
         d = exc.data
         who = (

@@ -1,0 +1,250 @@
+"""One MCP server of one session, through the official `mcp` SDK (issue 11).
+
+Owns: `ServerSpec` (a server as configured, or as an ACP client passes it), `MCPConnection` (start, list
+the tools, call one, notice a dead server and restart it on the next call, stop), `MCPStartError` and
+`MCPCallError`. The SDK is imported here only, and lazily (it is heavy; the daemon answers `initialize`
+first). Imports the standard library and pydantic; never pygls, lsprotocol, acp or `agentd.adapters`.
+
+Each connection runs in its own asyncio task: the SDK's `Client` is an anyio context, entered and left in
+that one task; calls from the session's task go through it. A stdio server gets, as its whole environment,
+the SDK's safe defaults (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus the `env` its configuration gives it,
+minus any provider API key variable (never passed on). Its stderr goes to a temporary file, whose tail
+explains a failed start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+log = logging.getLogger("agentd.mcp")
+
+STDERR_TAIL_CHARS = 1500
+STOP_WAIT_S = 10.0
+State = Literal["stopped", "starting", "running", "failed", "dead"]
+
+
+class ServerSpec(BaseModel):
+    """One MCP server: `command`/`args`/`env` (stdio) or `url`/`headers` (Streamable HTTP); `timeout_s` per
+    call (None: the session's `tools.run_timeout_s`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: Mapping[str, str] = Field(default_factory=dict)
+    timeout_s: float | None = None
+
+    @classmethod
+    def from_acp(cls, raw: Mapping[str, Any]) -> ServerSpec:
+        """An ACP `McpServer` (`session/new` `mcpServers`): `{name, command, args, env: [{name, value}]}`,
+        or `{type: "http", name, url, headers: [{name, value}]}`. Raises ValueError for anything else."""
+        pairs = {p["name"]: p["value"] for p in raw.get("env") or raw.get("headers") or []}
+        if raw.get("command"):
+            return cls(
+                name=str(raw["name"]),
+                command=str(raw["command"]),
+                args=tuple(raw.get("args") or ()),
+                env=pairs,
+            )
+        if raw.get("url") and raw.get("type", "http") == "http":
+            return cls(name=str(raw["name"]), url=str(raw["url"]), headers=pairs)
+        raise ValueError(f"unsupported MCP server {raw.get('name')!r}: give a command (stdio) or an http url")
+
+
+class MCPStartError(Exception):
+    """A server that did not start; `str()` names it, says why and ends with its stderr tail."""
+
+
+class MCPCallError(Exception):
+    """A call that failed without a result; `dead`: the server is gone (it is restarted on the next call)."""
+
+    def __init__(self, text: str, *, dead: bool) -> None:
+        super().__init__(text)
+        self.dead = dead
+
+
+def _tail(f: IO[str] | None) -> str:
+    if f is None:
+        return ""
+    with contextlib.suppress(OSError, ValueError):
+        f.flush()
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - STDERR_TAIL_CHARS * 4))
+        return f.read()[-STDERR_TAIL_CHARS:].strip()
+    return ""
+
+
+def _why(exc: BaseException) -> str:
+    """`Type: message` of the innermost error (anyio wraps them in exception groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+
+def _is_protocol_error(exc: BaseException) -> bool:
+    """An error answer from a live server (an `MCPError`), as opposed to a broken connection (which the
+    SDK reports as an `MCPError` with code `CONNECTION_CLOSED`)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    return isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED
+
+
+class MCPConnection:
+    """One server for one session. `state`: stopped, starting, running, failed (did not start), dead (it
+    stopped answering; restarted on the next call). `tools`: the server's tool list from the last start."""
+
+    def __init__(
+        self, spec: ServerSpec, cwd: Path, *, secret_env: frozenset[str], start_timeout_s: float
+    ) -> None:
+        self.spec = spec
+        self.cwd = cwd
+        self.secret_env = secret_env
+        self.start_timeout_s = start_timeout_s
+        self.state: State = "stopped"
+        self.error: str | None = None
+        self.tools: list[Any] = []
+        self.starts = 0
+        self._client: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._errlog: IO[str] | None = None
+
+    def _transport(self) -> Any:
+        if self.spec.url is not None:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            client = httpx2.AsyncClient(headers=dict(self.spec.headers)) if self.spec.headers else None
+            return streamable_http_client(self.spec.url, http_client=client)
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        env = {k: v for k, v in self.spec.env.items() if k not in self.secret_env}
+        params = StdioServerParameters(
+            command=self.spec.command or "", args=list(self.spec.args), env=env, cwd=str(self.cwd)
+        )
+        self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
+        return stdio_client(params, errlog=self._errlog)
+
+    async def start(self) -> None:
+        """Start the server and list its tools (every page). Raises `MCPStartError` (start failure, no
+        answer within `start_timeout_s`); the connection is then `failed`."""
+        await self.stop()
+        self.state, self.error = "starting", None
+        self.starts += 1
+        self._stop = asyncio.Event()
+        ready: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.ensure_future(self._run(ready, self._stop))
+        try:
+            self.tools = await asyncio.wait_for(asyncio.shield(ready), self.start_timeout_s)
+        except BaseException as exc:
+            why = (
+                f"no answer within {self.start_timeout_s:g} s" if isinstance(exc, TimeoutError) else _why(exc)
+            )
+            await self.stop()
+            tail = _tail(self._errlog)
+            self.state, self.error = "failed", why + (f"; stderr: {tail}" if tail else "")
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise MCPStartError(f"MCP server {self.spec.name} did not start ({self.error})") from None
+        self.state = "running"
+
+    async def _run(self, ready: asyncio.Future[list[Any]], stop: asyncio.Event) -> None:
+        from mcp import Client
+
+        try:
+            async with Client(self._transport(), client_info=_client_info()) as client:
+                self._client = client
+                tools, cursor = [], None
+                while True:
+                    page = await client.list_tools(cursor=cursor)
+                    tools += page.tools
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                ready.set_result(tools)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+            elif not stop.is_set():
+                log.warning("MCP server %s stopped: %r", self.spec.name, exc)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            self._client = None
+            if self.state == "running" and not stop.is_set():
+                self.state = "dead"
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        """`tools/call`; returns the SDK's `CallToolResult`. A dead or failed server is started again
+        first. Raises `MCPCallError` (`dead=True` when the connection broke: the server is restarted on
+        the next call), `TimeoutError`; asyncio cancellation propagates (the SDK tells the server)."""
+        if self.state in ("dead", "failed", "stopped") or self._client is None:
+            try:
+                await self.start()
+            except MCPStartError as exc:
+                raise MCPCallError(str(exc), dead=True) from None
+        client = self._client
+        try:
+            return await asyncio.wait_for(client.call_tool(tool, arguments), timeout_s)
+        except (TimeoutError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            if _is_protocol_error(exc):
+                raise MCPCallError(f"{exc}", dead=False) from None
+            self.state, self.error = "dead", _why(exc)
+            await self.stop(keep_state=True)
+            tail = _tail(self._errlog)
+            raise MCPCallError(
+                f"the MCP server {self.spec.name} stopped during the call ({self.error})"
+                + (f"; stderr: {tail}" if tail else "")
+                + "; it will be started again on the next call",
+                dead=True,
+            ) from None
+
+    async def stop(self, *, keep_state: bool = False) -> None:
+        """Stop the server (the SDK closes stdin, then terminates the process tree) and wait for it."""
+        task, stop = self._task, self._stop
+        self._task = None
+        if stop is not None:
+            stop.set()
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), STOP_WAIT_S)
+            except BaseException:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if not keep_state and self.state in ("running", "starting"):
+            self.state = "stopped"
+
+    def stop_soon(self) -> None:
+        """Ask the server to stop without waiting (from synchronous code; the task finishes on its own)."""
+        if self._stop is not None:
+            self._stop.set()
+        if self.state in ("running", "starting"):
+            self.state = "stopped"
+
+
+def _client_info() -> Any:
+    from mcp_types import Implementation
+
+    import agentd
+
+    return Implementation(name="agentd", version=agentd.__version__)

@@ -1,0 +1,44 @@
+"""`agentd mcp list [--workspace DIR]` (issue 11): start the configured MCP servers of a workspace, show
+each one's transport, state and tools (or why it did not start), stop them.
+
+Owns: `mcp_list()`. Output goes to stdout (not a server mode). Never imports pygls, lsprotocol, acp or
+`agentd.adapters`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentd.mcp.manager import MCPManager, specs_from_settings
+
+
+async def mcp_list(settings: Any, workspace: Path) -> int:
+    """Print the servers and their tools; exit code 0 when every server started, 1 when one did not."""
+    specs = specs_from_settings(settings)
+    if not specs:
+        sys.stdout.write(
+            "no MCP servers configured; add [mcp.servers.NAME] with command/args/env or url to config.toml\n"
+        )
+        return 0
+    manager = MCPManager(
+        specs,
+        workspace,
+        start_timeout_s=settings.mcp.start_timeout_s,
+        default_timeout_s=settings.tools.run_timeout_s,
+    )
+    try:
+        await manager.start()
+        for server in manager.status():
+            count = len(server["tools"])
+            line = f"{server['name']}  {server['transport']}  {server['state']}"
+            line += f"  {count} tool{'s' if count != 1 else ''}" if server["state"] == "running" else ""
+            sys.stdout.write(line + "\n")
+            if server["error"]:
+                sys.stdout.write(f"  {server['error']}\n")
+            for name in server["tools"]:
+                sys.stdout.write(f"  {name}\n")
+    finally:
+        await manager.aclose()
+    return 1 if manager.warnings else 0

@@ -1,0 +1,155 @@
+"""MCP tools as agentd tools (issue 11): `mcp__<server>__<tool>`, through the same loop, permission gate,
+audit log, hooks, cancellation and timeout as the built-in tools.
+
+Owns: `MCPTool` (definition from the server's listing, input checked against its JSON Schema before the
+gate, the call, the result mapping), `qualified_name()` and `map_result()`. Imports the standard library,
+jsonschema (an `mcp` dependency) and `agentd.tools`/`agentd.mcp.connection`; never pygls, lsprotocol, acp or
+`agentd.adapters`.
+
+Result mapping (sized like other tool outputs: text beyond `tools.output_max_bytes` keeps its head and tail
+around the truncation marker): text as is; a resource link as `[resource: <name> <uri> - <description>]`;
+an embedded text resource as its URI and text; an image as an image block next to the text (at most
+`IMAGES_MAX` of at most `IMAGE_MAX_BYTES` each, else a line saying it was left out); audio and binary
+resources as a line naming their type and size; `structuredContent` as JSON when there is no content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from agentd.mcp.connection import MCPCallError, MCPConnection
+from agentd.tools.base import Preview, StrictInput, Tool, ToolContext, ToolOutput, model_text
+
+NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
+NAME_MAX = 64  # the Messages API's limit for a tool name
+DESCRIPTION_MAX = 4000
+IMAGES_MAX = 4
+IMAGE_MAX_BYTES = 1 << 20  # base64 text per image kept in the result (the log keeps it too)
+
+
+def qualified_name(server: str, tool: str) -> str:
+    """`mcp__<server>__<tool>`, with characters a tool name may not hold replaced by `_`, and cut to 64
+    characters with a short hash when longer (so two long names stay distinct)."""
+    name = f"mcp__{server}__{NAME_RE.sub('_', tool)}"
+    if len(name) > NAME_MAX:
+        digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
+        name = name[: NAME_MAX - 9] + "_" + digest
+    return name
+
+
+class MCPArgs(BaseModel):
+    """The model's arguments for an MCP tool, kept as given (`raw`); the server's schema checked them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    raw: dict[str, Any]
+
+    def model_dump(self, *args: Any, **kwargs: Any) -> dict[str, Any]:  # previews and audit show the input
+        return dict(self.raw)
+
+
+class MCPTool(Tool):
+    """One tool of one MCP server. `remote`: the server's name for it; `schema`: its input JSON Schema."""
+
+    effect = "exec"
+    kind = "other"
+    Input: ClassVar[type[StrictInput]] = StrictInput
+
+    def __init__(self, conn: MCPConnection, remote: Any, default_timeout_s: float) -> None:
+        self.conn = conn
+        self.remote_name = str(remote.name)
+        self.name = qualified_name(conn.spec.name, self.remote_name)  # type: ignore[misc]
+        text = (remote.description or remote.title or "").strip()
+        self.description = f"[MCP server {conn.spec.name}] {text}"[:DESCRIPTION_MAX]  # type: ignore[misc]
+        self.schema: dict[str, Any] = dict(remote.input_schema or {"type": "object"})
+        self.timeout_s = conn.spec.timeout_s or default_timeout_s
+
+    def definition(self, terse: bool = False) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.schema}
+
+    def title(self, args: Any) -> str:
+        return f"{self.remote_name} ({self.conn.spec.name})"
+
+    def validate(self, raw: Any, ctx: ToolContext) -> tuple[Any, str | None]:
+        """Check the input against the server's JSON Schema: `invalid_arguments: <loc>: <problem>`."""
+        import jsonschema
+
+        if not isinstance(raw, dict):
+            return None, "invalid_arguments: input: must be an object"
+        try:
+            errors = sorted(jsonschema.Draft202012Validator(self.schema).iter_errors(raw), key=str)
+        except jsonschema.SchemaError:
+            errors = []  # the server's schema is broken: let the server judge the input
+        if errors:
+            parts = [f"{'.'.join(str(p) for p in e.absolute_path) or 'input'}: {e.message}" for e in errors]
+            return None, "invalid_arguments: " + "; ".join(parts)
+        return MCPArgs(raw=raw), None
+
+    async def preview(self, args: Any, ctx: ToolContext) -> Preview:
+        shown = json.dumps(args.raw, ensure_ascii=False, sort_keys=True)
+        return Preview(summary=f"MCP server {self.conn.spec.name}: {self.remote_name} {shown}")
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        try:
+            result = await self.conn.call(self.remote_name, args.raw, self.timeout_s)
+        except TimeoutError:
+            text = f"{self.name} timed out after {self.timeout_s:g} s; the call was cancelled."
+            return ToolOutput(content=text, is_error=True)
+        except MCPCallError as exc:
+            return ToolOutput(content=f"{self.name} failed: {exc}", is_error=True)
+        except asyncio.CancelledError:
+            raise
+        return map_result(result, ctx.output_max_bytes)
+
+
+def map_result(result: Any, max_bytes: int) -> ToolOutput:
+    """A `CallToolResult` as a `ToolOutput` (module docstring)."""
+    texts: list[str] = []
+    images: list[dict[str, Any]] = []
+    for item in result.content or []:
+        kind = getattr(item, "type", "")
+        if kind == "text":
+            texts.append(item.text)
+        elif kind == "image" and len(images) < IMAGES_MAX and len(item.data) <= IMAGE_MAX_BYTES:
+            images.append(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": item.mime_type, "data": item.data},
+                }
+            )
+        elif kind == "image":
+            texts.append(
+                f"[image {item.mime_type}, {len(item.data) * 3 // 4} bytes: left out (too many or too large)]"
+            )
+        elif kind == "resource_link":
+            desc = f" - {item.description}" if getattr(item, "description", None) else ""
+            texts.append(f"[resource: {item.name} {item.uri}{desc}]")
+        elif kind == "resource":
+            res = item.resource
+            body = getattr(res, "text", None)
+            texts.append(
+                f"[resource {res.uri}]\n{body}"
+                if body is not None
+                else f"[resource {res.uri}: {getattr(res, 'mime_type', None) or 'binary'}, not shown]"
+            )
+        else:
+            texts.append(f"[{kind or 'unknown'} content: not shown]")
+    if not texts and not images and getattr(result, "structured_content", None) is not None:
+        texts.append(json.dumps(result.structured_content, ensure_ascii=False, sort_keys=True))
+    text = model_text("\n".join(texts), max_bytes=max_bytes) or ("(no output)" if not images else "")
+    return ToolOutput(
+        content=text,
+        is_error=bool(result.is_error),
+        images=images,
+        raw_output={
+            "isError": bool(result.is_error),
+            "items": len(result.content or []),
+            "images": len(images),
+        },
+    )

@@ -1,0 +1,73 @@
+"""A small MCP server written with the official SDK's server API (`mcp.server.mcpserver.MCPServer`), run
+over stdio: `python -m tests.mcp_servers.demo`. Tools: `echo` (text), `add` (numbers), `picture` (an
+image and a resource link), `sleep` (blocks until cancelled or `seconds` pass), `env` (the value of one
+environment variable, to check what the server was given), `crash` (the process exits at once), `fail`
+(an `isError` result). With `DEMO_FAIL_START=1` it writes to stderr and exits before serving."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ImageContent, ResourceLink, TextContent
+
+PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
+
+server = MCPServer("demo")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text as given."""
+    return text
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def picture() -> list[ImageContent | ResourceLink | TextContent]:
+    """A tiny image, a link to a resource and a caption."""
+    return [
+        TextContent(type="text", text="a picture"),
+        ImageContent(type="image", data=PNG, mime_type="image/png"),
+        ResourceLink(type="resource_link", uri="file:///tmp/pic.png", name="pic.png", description="the file"),
+    ]
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Sleep, then answer."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool()
+def env(name: str) -> str:
+    """The value of an environment variable, or (unset)."""
+    return os.environ.get(name, "(unset)")
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the process at once."""
+    os._exit(3)
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails."""
+    raise ValueError("it failed on purpose")
+
+
+if __name__ == "__main__":
+    if os.environ.get("DEMO_FAIL_START") == "1":
+        sys.stderr.write("demo: cannot start: the database is locked\n")
+        sys.exit(2)
+    server.run("stdio")
