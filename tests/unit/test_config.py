@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "workspace_hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
     "openai": {"temperature": None, "seed": None},
     "auth_token": None,
+    "mcp": {"servers": {}, "start_timeout_s": 30.0},
 }
 
 
@@ -80,8 +81,8 @@ def _instead(user_dir: Path) -> str:
 
 def endpoint_ignored(path: Path, key: str, user_dir: Path) -> str:
     return (
-        f"{path}: '{key}' ignored: {WHY}, so it may not choose the provider, its URL or the variable holding "
-        f"its API key; {_instead(user_dir)}"
+        f"{path}: '{key}' ignored: {WHY}, so it may not choose the provider, its URL, the variable holding "
+        f"its API key or MCP servers (programs agentd would start); {_instead(user_dir)}"
     )
 
 
