@@ -48,6 +48,7 @@ class Run:
         self.session, self.provider, self.approver, self.mcp = session, provider, approver, mcp
         self.lines: list[str] = []
         self.warnings: list[str] = []
+        self.running = asyncio.Event()
 
     def results(self, request: int) -> list[Any]:
         blocks = self.provider.requests[request]["messages"][-1]["content"]
@@ -73,9 +74,17 @@ async def start(workspace: Path, data_dir: Path) -> Any:
         provider = ScriptedProvider({"answers": answers}, clock=ManualClock())
         approver = QueueApprover.of(*approvals)  # type: ignore[arg-type]
         lines: list[str] = []
+        running = asyncio.Event()  # set when a tool call is in progress (its tool_call_update says so)
+
+        def sink(update: dict[str, Any]) -> None:
+            if update.get("sessionUpdate") == "tool_call_update" and update.get("status") == "in_progress":
+                running.set()
+
         session = create_session(cwd=workspace, settings=settings, provider=provider, data_dir=DataDir(data_dir),
-                                 approver=approver, clock=ManualClock(), lines=lines.append, mcp=mcp)  # fmt: skip
+                                 approver=approver, clock=ManualClock(), lines=lines.append, mcp=mcp,
+                                 sink=sink)  # fmt: skip
         run = Run(session, provider, approver, mcp)
+        run.running = running
         run.lines, run.warnings = lines, warnings
         runs.append(run)
         return run
@@ -149,10 +158,7 @@ async def test_cancelled_mid_call_then_killed_and_restarted(start: Any, data_dir
         permissions={"rules": [{"tool": "mcp__demo__*", "action": "allow"}]},
     )
     turn = asyncio.ensure_future(run.session.prompt([{"type": "text", "text": "wait"}]))
-    for _ in range(400):  # until the call is running (its tool_started record is written)
-        if run.session.started_tool_ids:
-            break
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(run.running.wait(), 30)  # the call is running
     run.session.cancel()
     assert await asyncio.wait_for(turn, 10) == "cancelled"
     assert run.audit(data_dir) == [("mcp__demo__sleep", "allow", "rule")]
