@@ -324,10 +324,13 @@ def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -
     for key in WORKSPACE_FORBIDDEN:
         if key in data:
             data.pop(key)
+            what = (
+                "define MCP servers (programs agentd would start)"
+                if key == "mcp"
+                else "choose the provider, its URL or the variable holding its API key"
+            )
             warnings.append(
-                f"{path}: '{_spelled(raw, key, Settings)}' ignored: {why}, so it may not choose the provider, "
-                f"its URL, the variable holding its API key or MCP servers (programs agentd would start); "
-                f"{instead}"
+                f"{path}: '{_spelled(raw, key, Settings)}' ignored: {why}, so it may not {what}; {instead}"
             )
     if isinstance(data.get("sandbox"), dict):
         data["sandbox"] = _restrict_sandbox(

@@ -81,8 +81,8 @@ def _instead(user_dir: Path) -> str:
 
 def endpoint_ignored(path: Path, key: str, user_dir: Path) -> str:
     return (
-        f"{path}: '{key}' ignored: {WHY}, so it may not choose the provider, its URL, the variable holding "
-        f"its API key or MCP servers (programs agentd would start); {_instead(user_dir)}"
+        f"{path}: '{key}' ignored: {WHY}, so it may not choose the provider, its URL or the variable holding "
+        f"its API key; {_instead(user_dir)}"
     )
 
 
