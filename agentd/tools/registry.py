@@ -11,9 +11,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agentd.tools.base import Tool
-from agentd.tools.fs import EditFile, ListDir, ReadFile, WriteFile
+from agentd.tools.fs import ListDir, ReadFile
 from agentd.tools.search import Glob, Grep
 from agentd.tools.shell import RunCommand
+from agentd.tools.writes import EditFile, WriteFile
 
 
 class ToolRegistry:

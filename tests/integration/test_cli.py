@@ -191,3 +191,43 @@ def test_demo_runs_offline_and_says_the_model_is_scripted(tmp_path: Path) -> Non
         True,
     )
     assert out.stdout.splitlines()[-1].startswith("Done: greet.py now takes --shout")
+
+
+def test_lone_surrogates_in_a_tool_input_and_on_argv_do_not_end_the_run(
+    tmp_path: Path, emulator: Emulator
+) -> None:
+    """H19: a reply whose tool input holds `\\udcff` (through the real SDK) and a prompt with undecodable
+    bytes on argv: the run ends normally (exit 0, not 1), the model gets an `invalid_arguments` result."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    emulator.script(
+        {
+            "answers": [
+                {"reply": [_tool("read_file", path="notes\udcff.md")]},
+                {
+                    "expect": {"tool_result_for": "toolu_emu_1_1", "is_error": True},
+                    "reply": [{"text": "That path was not valid Unicode."}],
+                },
+            ]
+        }
+    )
+    env = _env(
+        tmp_path, ANTHROPIC_BASE_URL=emulator.url, ANTHROPIC_API_KEY="sk-ant-emu-" + secrets.token_hex(16)
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "agentd",
+        "run",
+        "--workspace",
+        str(ws),
+        "--provider",
+        "anthropic",
+        "--prompt",
+    ]
+    out = subprocess.run(
+        [*argv, b"read notes\xff.md"], env=env, capture_output=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert (out.returncode, out.stdout) == (0, b"That path was not valid Unicode.\n"), out.stderr
+    assert b"[Permission] read_file -> deny (invalid_input)" in out.stderr
+    assert b"Traceback" not in out.stderr

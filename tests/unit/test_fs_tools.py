@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from agentd.tools.base import PathRefused, Preview, Tool, ToolContext, ToolOutput, validate_input
-from agentd.tools.fs import EditFile, ListDir, ReadFile, WriteFile, unified_diff
+from agentd.tools.fs import ListDir, ReadFile
+from agentd.tools.writes import EditFile, WriteFile, unified_diff
 
 
 class Buffers:

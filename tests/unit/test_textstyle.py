@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agentd.tools.base import ToolContext, ToolOutput, validate_input
-from agentd.tools.fs import EditFile, ReadFile, WriteFile
+from agentd.tools.fs import ReadFile
 from agentd.tools.textstyle import BOM
+from agentd.tools.writes import EditFile, WriteFile
 
 EOL = re.compile(r"\r\n|\n")
 

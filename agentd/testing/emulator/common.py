@@ -34,8 +34,13 @@ DEFAULT_MIN_CACHEABLE = 1024  # prompt-caching docs table; anthropic-sdk-python 
 
 
 def dumps(value: Any) -> bytes:
-    """Compact UTF-8 JSON, as the service writes it."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Compact UTF-8 JSON, as the service writes it. A scripted lone surrogate (`"\\udcff"`, a hostile
+    reply) cannot be UTF-8: then the whole text is written with `\\uXXXX` escapes, which JSON allows."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 def sse_frame(data: Any, event: str | None = None) -> bytes:

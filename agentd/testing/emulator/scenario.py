@@ -222,9 +222,9 @@ def history_tokens(block: dict[str, Any]) -> int:
     """
     if block["type"] == "text":
         form: dict[str, Any] = {"type": "text", "text": block["text"]}
-        return max(1, math.ceil(len(canon(form).encode("utf-8")) / 4))
+        return max(1, math.ceil(len(canon(form).encode("utf-8", "surrogatepass")) / 4))
     shell = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-    size = len(canon(shell).encode("utf-8")) - 2 + len(block["json"].encode("utf-8"))
+    size = len(canon(shell).encode("utf-8")) - 2 + len(block["json"].encode("utf-8", "surrogatepass"))
     return max(1, math.ceil(size / 4))
 
 
