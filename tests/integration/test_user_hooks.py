@@ -132,7 +132,7 @@ async def test_observing_hooks_get_their_events(tmp_path: Path) -> None:
     (ws / "a.txt").write_text("alpha\n")
     out = tmp_path / "events"
     settings = Settings.model_validate({"hooks": {
-        point: [{"command": f"cat >> {out}; echo >> {out}", "name": point}]
+        point: [{"command": f"cat > {out}-$$", "name": point}]  # one file per run: they run concurrently
         for point in ("after_tool", "before_model", "turn_end")}})  # fmt: skip
     scenario = {"answers": [{"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.txt"}}}]},
                             {"reply": [{"text": "Done."}]}]}  # fmt: skip
@@ -143,7 +143,7 @@ async def test_observing_hooks_get_their_events(tmp_path: Path) -> None:
         await session.p.gate.user_hooks.drain()
     finally:
         session.close()
-    events = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    events = [json.loads(p.read_text()) for p in tmp_path.glob("events-*")]
     assert sorted(e["event"] for e in events) == ["after_tool", "before_model", "before_model", "turn_end"]
     after = next(e for e in events if e["event"] == "after_tool")
     assert (after["tool"], after["isError"], "alpha" in after["output"]) == ("read_file", False, True)
