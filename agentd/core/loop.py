@@ -118,7 +118,10 @@ def _audit_interrupted(s: Session, synthetic: list[dict[str, Any]]) -> None:
 
 
 def _title_of(blocks: list[dict[str, Any]]) -> str:
-    text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text").strip()
+    """PROTOCOL.md §7.2: the first line of the first prompt, whitespace collapsed, cut to 80 characters
+    (not the text of every block: an attached file would fill the title)."""
+    lines = (ln for b in blocks if b.get("type") == "text" for ln in str(b.get("text", "")).splitlines())
+    text = " ".join(next((ln for ln in lines if ln.strip()), "").split())
     return (text[:77] + "...") if len(text) > 80 else text
 
 

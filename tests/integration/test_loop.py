@@ -252,3 +252,16 @@ async def test_a_retry_retracts_the_partial_reply_once(make_harness):
         "role": "assistant",
         "content": [{"type": "text", "text": "the final reply"}],
     }
+
+
+async def test_the_title_is_the_first_line_of_the_prompt_not_every_block(make_harness):
+    """PROTOCOL.md §7.2: the title is the first line of the first prompt, whitespace collapsed, cut to 80
+    characters; a prompt with an attached selection (a second block) used to put the file's URI and text in
+    the title (issue 14: a visual-range prompt in Neovim)."""
+    h = make_harness(answers_of([text("ok")]))
+    prompt = [
+        {"type": "text", "text": "  What   are these?\nSecond line of the question."},
+        {"type": "text", "text": "file:///p/notes.txt#L2-L3\n```\nbeta\ngamma\n```"},
+    ]
+    assert await h.session.prompt(prompt) == "end_turn"
+    assert h.session.title == "What are these?"

@@ -12,8 +12,9 @@
 ---
 --- `cmd`, `cmd_env` and `init_options` default to the options of `require('agentd').setup()`.
 --- The handlers below route agentd's notifications and requests to the plugin (`lua/agentd/`).
---- If you replace `on_init` or `on_exit`, call `require('agentd.client').on_init(client, result)` and
---- `require('agentd.client').on_exit(code, signal, client_id)` from yours.
+--- If you replace `before_init`, `on_init` or `on_exit`, call `require('agentd.log').watch(config.cmd)`,
+--- `require('agentd.client').on_init(client, result)` and `require('agentd.client').on_exit(code, signal,
+--- client_id)` from yours.
 
 local methods = require('agentd.protocol').methods
 
@@ -65,6 +66,10 @@ return {
       return client().on_progress(...)
     end,
   },
+  -- agentd's stderr goes to lsp.log by level, not all as [ERROR] (lua/agentd/log.lua)
+  before_init = function(_, config)
+    require('agentd.log').watch(config.cmd)
+  end,
   on_init = function(c, result)
     client().on_init(c, result)
   end,

@@ -66,14 +66,15 @@ SID = re.compile(r"sess_[0-9a-z]{10,64}")
 TS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
 COUNTS = re.compile(r"\b(in|out|cache_read|cache_write)=\d+")
 CTX = re.compile(r"ctx [0-9.]+k?/[0-9.]+k?")
+CTX_SHARE = re.compile(r"ctx \d+%")
 COST = re.compile(r"\$\d+\.\d+")
 PID = re.compile(r"\bpid \d+")
 REQUESTS = re.compile(r"\b(\d+) requests?\b")  # "1 requests" or "1 request": either is fine here
 
 
 def scrub(obj: Any, paths: dict[str, str] | None = None) -> Any:
-    """Volatile values replaced: session ids `<sid>`, timestamps `<ts>`, token counts, context use, cost,
-    pids, and each given path (longest first) by its label."""
+    """Volatile values replaced: session ids `<sid>`, timestamps `<ts>`, token counts, context use (`ctx
+    <used>/<size>`, `ctx <share>%`), cost, pids, and each given path (longest first) by its label."""
     if isinstance(obj, dict):
         return {k: scrub(v, paths) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -88,6 +89,7 @@ def scrub(obj: Any, paths: dict[str, str] | None = None) -> Any:
     s = COUNTS.sub(lambda m: f"{m.group(1)}=<n>", s)
     s = REQUESTS.sub(lambda m: f"{m.group(1)} request(s)", s)
     s = CTX.sub("ctx <used>/<size>", s)
+    s = CTX_SHARE.sub("ctx <share>%", s)
     s = COST.sub("$<cost>", s)
     return PID.sub("pid <pid>", s)
 

@@ -70,10 +70,10 @@ def test_denied_approval_leaves_the_file_alone(
                 "Understood, leaving CHANGELOG.md as it is.",
                 "── end_turn · 2 request(s) · in=<n> out=<n> cache_read=<n> cache_write=<n> ──",
             ],
-            "winbar": f"agentd · end_turn · ctx <used>/<size> · $<cost> · %<{PROMPT}",
+            "winbar": "end_turn · ctx <share>% · $<cost>",  # fitted to the default width (80 columns)
         },
         "plan": None,
-        "layout": ["<ws>/CHANGELOG.md", "agentd://chat"],
+        "layout": ["<ws>/CHANGELOG.md", "agentd://chat", "agentd://input"],
         "buffer": ORIGINAL,
         "modified": False,
         "disk": ORIGINAL,

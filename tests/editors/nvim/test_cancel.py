@@ -103,7 +103,7 @@ def test_cancel_during_approval_and_during_a_command(
                 "Still here.",
                 "── end_turn · 1 request(s) · in=<n> out=<n> cache_read=<n> cache_write=<n> ──",
             ],
-            "winbar": f"agentd · end_turn · ctx <used>/<size> · $<cost> · %<{PROMPTS[0]}",
+            "winbar": "end_turn · ctx <share>% · $<cost>",
         },
     }
     assert [e["status"] for e in emulator.journal] == [200, 200, 200]

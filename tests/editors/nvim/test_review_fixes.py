@@ -123,7 +123,7 @@ def test_two_workspaces_in_two_tabs_keep_their_own_windows(
     chat_b = ["> plan B", "", "Planning B.", "  ✓ Update todos (1 item)", "B done.", end]
     nothing = {"layout": ["<ws1>/a.txt"], "plan": None, "chat": None}
     tab2 = {
-        "layout": ["<ws2>/a.txt", "agentd://plan", "agentd://chat"],
+        "layout": ["<ws2>/a.txt", "agentd://plan", "agentd://chat", "agentd://input"],
         "plan": ["[~] PLAN-B item"],
         "chat": chat_b,
     }
@@ -133,7 +133,7 @@ def test_two_workspaces_in_two_tabs_keep_their_own_windows(
         "after_turn2": {"tab1": nothing, "tab2": tab2},
         "back_in_tab1": {
             "tab1": {
-                "layout": ["<ws1>/a.txt", "agentd://plan", "agentd://chat"],
+                "layout": ["<ws1>/a.txt", "agentd://plan", "agentd://chat", "agentd://input"],
                 "plan": ["[~] PLAN-A item"],
                 "chat": chat_a,
             },
@@ -165,7 +165,7 @@ def test_commands_before_the_session_is_resolved_share_one_resolution(
     )
     assert scrub(first["chat"], paths)["lines"] == ["> first", "", "Answer one.", END1]
     # the editor's own session is "current", not "open in pid N" (its daemon holds the lock)
-    assert [s["items"] for s in scrub(first["selects"])] == [["first (<ts>, 1 turn, current)"]]
+    assert [s["items"] for s in scrub(first["selects"])] == [["first (just now, 1 turn, current)"]]
 
     # `:Agentd`, `:AgentdTodos`, `:Agentd` at once: one load (one replay), one session; the third command
     # finds the prompt of the first running
@@ -188,7 +188,7 @@ def test_commands_before_the_session_is_resolved_share_one_resolution(
         "sessions": 1,
         "chat": {
             "lines": ["> first", "", "Answer one.", "", "> second", "", "Answer two.", END1],
-            "winbar": "agentd · end_turn · ctx <used>/<size> · $<cost> · %<first",
+            "winbar": "end_turn · ctx <share>% · $<cost>",
         },
         "plan": {"lines": ["(no todos)"], "winbar": "agentd plan · 0/0 done"},
     }
@@ -227,7 +227,7 @@ def test_commands_before_the_session_is_resolved_share_one_resolution(
                 "Answer four.",
                 END1,
             ],
-            "winbar": "agentd · end_turn · ctx <used>/<size> · $<cost> · %<first",
+            "winbar": "end_turn · ctx <share>% · $<cost>",
         },
     }
     assert [e["status"] for e in emulator.journal] == [200, 200, 200]
@@ -285,6 +285,7 @@ COMMANDS = [
     "AgentdChat",
     "AgentdStatus",
     "AgentdMode",
+    "AgentdRestart",
 ]
 
 

@@ -75,8 +75,8 @@ CHAT_TURN = [
     "Added the entry.",
 ]
 DIFF = [
-    "--- <ws>/CHANGELOG.md",
-    "+++ <ws>/CHANGELOG.md",
+    "--- a/CHANGELOG.md",
+    "+++ b/CHANGELOG.md",
     "@@ -1,4 +1,7 @@",
     " # Changelog",
     " ",
@@ -88,13 +88,13 @@ DIFF = [
 ]
 
 
-def _approval(options: list[str], picked: str, ws_title: str = PROMPT) -> dict[str, Any]:
+def _approval(options: list[str], picked: str) -> dict[str, Any]:
     return {
         "kind": "agentd.approval",
         "prompt": "agentd: Edit CHANGELOG.md (+3 -0 lines). Allow?",
         "items": options,
         "details": ["agentd asks: Edit CHANGELOG.md", "Edit a file in <ws>", "", *DIFF],
-        "chat_winbar": f"agentd · Waiting for approval: Edit CHANGELOG.md · ctx <used>/<size> · $<cost> · %<{ws_title}",
+        "chat_winbar": "approval: Edit CHANGELOG.md",
         "picked": picked,
     }
 
@@ -142,10 +142,10 @@ def test_round_trip_then_resume_in_a_new_neovim(
                 *CHAT_TURN,
                 "── end_turn · 5 request(s) · in=<n> out=<n> cache_read=<n> cache_write=<n> ──",
             ],
-            "winbar": f"agentd · end_turn · ctx <used>/<size> · $<cost> · %<{PROMPT}",
+            "winbar": "end_turn · ctx <share>% · $<cost>",
         },
         "plan": PLAN_WINDOW_2,
-        "layout": ["<ws>/CHANGELOG.md", "agentd://plan", "agentd://chat"],
+        "layout": ["<ws>/CHANGELOG.md", "agentd://plan", "agentd://chat", "agentd://input"],
         "buffer": EDITED,
         "modified": False,
         "disk": EDITED,
@@ -172,10 +172,10 @@ def test_round_trip_then_resume_in_a_new_neovim(
             {
                 "kind": "agentd.session",
                 "prompt": "agentd sessions (<ws>)",
-                "items": [f"{PROMPT} (<ts>, 1 turn)"],
+                "items": [f"{PROMPT} (just now, 1 turn)"],
                 "details": None,
                 "chat_winbar": None,
-                "picked": f"{PROMPT} (<ts>, 1 turn)",
+                "picked": f"{PROMPT} (just now, 1 turn)",
             }
         ],
         "events": [
@@ -189,11 +189,11 @@ def test_round_trip_then_resume_in_a_new_neovim(
         ],
         "chat": {
             "lines": ["> " + PROMPT, "", *CHAT_TURN],
-            "winbar": f"agentd · idle · ctx <used>/<size> · $<cost> · %<{PROMPT}",
+            "winbar": "idle · ctx <used>/<size> · $<cost>",
         },
         "plan": PLAN_WINDOW_2,
         "plan_after_todos": PLAN_WINDOW_2,
-        "layout": ["<ws>/CHANGELOG.md", "agentd://plan", "agentd://chat"],
+        "layout": ["<ws>/CHANGELOG.md", "agentd://plan", "agentd://chat", "agentd://input"],
         "session": "<sid>",
     }
 

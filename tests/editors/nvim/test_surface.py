@@ -29,6 +29,7 @@ def test_commands_help_keymaps_and_lsp_config(nvim_bin: str, tmp_path: Path) -> 
         "AgentdChat": {"nargs": "0", "range": False},
         "AgentdStatus": {"nargs": "0", "range": False},
         "AgentdMode": {"nargs": "1", "range": False},
+        "AgentdRestart": {"nargs": "0", "range": False},
     }
     assert out["default_config"] == {
         "cmd": ["agentd"],

@@ -1,8 +1,13 @@
---- Approvals: agentd/session/requestPermission answered through `vim.ui.select` (PROTOCOL.md §6.10).
+--- Approvals: agentd/session/requestPermission (PROTOCOL.md §6.10), one at a time in arrival order.
 ---
---- The diff of a write, or the command line of `run_command`, is shown first in a scratch window
---- (`agentd://approval/<toolCallId>`), and the select prompt names the tool call. Approvals are asked one
---- at a time, in arrival order. Dismissing the select answers `reject_once` (a Deny, never `cancelled`).
+--- With `approval.ui = 'diff'` (the default) the request opens the approval window (`agentd.review`): the
+--- proposed change as a coloured diff, or the command, with a key per option. With `'select'`, or when that
+--- window is left with `s` or closed, `vim.ui.select` asks instead: the details are shown first in a scratch
+--- window (`agentd://approval/<toolCallId>`). Either way the options are the ones the request carries, and
+--- dismissing answers `reject_once` (a Deny, never `cancelled`).
+local config = require('agentd.config')
+local diff = require('agentd.diff')
+
 local M = {}
 
 local api = vim.api
@@ -12,32 +17,14 @@ local visible = require('agentd.visible').visible
 local queue = {}
 local current = nil
 
-local function diff_lines(c)
-  local old = type(c.oldText) == 'string' and c.oldText or ''
-  local new = type(c.newText) == 'string' and c.newText or ''
-  local diff = (vim.text and vim.text.diff) or vim.diff
-  local body = diff(old, new, { result_type = 'unified', ctxlen = 3 }) or ''
-  local lines = { '--- ' .. (c.oldText == nil and '/dev/null' or c.path), '+++ ' .. c.path }
-  for _, l in ipairs(vim.split(body, '\n', { plain = true, trimempty = true })) do
-    lines[#lines + 1] = l
-  end
-  return lines
+local function root_of(params)
+  local s = require('agentd.client').sessions[params.sessionId]
+  return s and (s.cwd or s.root) or nil
 end
 
 local function stat(content)
-  local add, del, any = 0, 0, false
-  local diff = (vim.text and vim.text.diff) or vim.diff
-  for _, c in ipairs(content or {}) do
-    if c.type == 'diff' then
-      any = true
-      local old = type(c.oldText) == 'string' and c.oldText or ''
-      local new = type(c.newText) == 'string' and c.newText or ''
-      for _, h in ipairs(diff(old, new, { result_type = 'indices' }) or {}) do
-        del, add = del + h[2], add + h[4]
-      end
-    end
-  end
-  return any and (' (+%d -%d lines)'):format(add, del) or ''
+  local st = diff.stat(content)
+  return st and (' (%s lines)'):format(st) or ''
 end
 
 --- The lines shown before the question: title, description, then the diff or the command, each line
@@ -52,8 +39,8 @@ function M.details(params)
   lines[#lines + 1] = ''
   local shown = false
   for _, c in ipairs(tc.content or {}) do
-    if c.type == 'diff' then
-      vim.list_extend(lines, diff_lines(c))
+    if c.type == 'diff' and type(c.path) == 'string' then
+      vim.list_extend(lines, (diff.unified(c, root_of(params))))
       shown = true
     elseif c.type == 'content' and type(c.content) == 'table' and c.content.type == 'text' then
       vim.list_extend(lines, vim.split(c.content.text or '', '\n', { plain = true }))
@@ -118,6 +105,7 @@ local function show_details(item)
 end
 
 local function close_details(item)
+  require('agentd.review').close(item)
   if item.win and api.nvim_win_is_valid(item.win) then
     api.nvim_win_close(item.win, true)
   end
@@ -173,7 +161,7 @@ local function long_prompt(item)
   return table.concat(lines, '\n')
 end
 
-local function ask(item)
+local function ask_select(item)
   current = item
   show_details(item)
   local options = item.params.options or {}
@@ -190,6 +178,25 @@ local function ask(item)
       finish(item, choice)
     end)
   end)
+end
+
+local function ask(item)
+  if (config.options.approval or {}).ui == 'select' then
+    return ask_select(item)
+  end
+  current = item
+  local ok, err = pcall(require('agentd.review').open, item, root_of(item.params), function(option)
+    finish(item, option)
+  end, function()
+    if not item.done and current == item then
+      require('agentd.review').close(item)
+      ask_select(item)
+    end
+  end)
+  if not ok then -- no room for a window (e.g. in the command-line window): ask with the list
+    require('agentd.client').notify('approval window: ' .. tostring(err), vim.log.levels.WARN)
+    ask_select(item)
+  end
 end
 
 --- Shows the next queued approval, if none is on screen.

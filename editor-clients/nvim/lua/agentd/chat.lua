@@ -1,12 +1,26 @@
---- The chat buffer of a session: your prompts, the streamed answer, one line per tool call, and the turn's
---- progress in the window's winbar (PROTOCOL.md §7, §10.1).
-local config = require('agentd.config')
+--- The chat buffer of a session: your prompts (with what they attached), the streamed answer, one line per
+--- tool call (`<CR>` expands it: a command's output, an edit's diff), retries, and the turn's progress in
+--- the window's winbar, fitted to its width (PROTOCOL.md §7, §10.1). The input area below the chat is
+--- `agentd.input`.
+local blocks = require('agentd.blocks')
+local diff = require('agentd.diff')
+local layout = require('agentd.layout')
+local util = require('agentd.util')
+local winbar = require('agentd.winbar')
 
 local M = {}
 
 local api = vim.api
 
-M.icons = { pending = '·', in_progress = '▸', completed = '✓', failed = '✗' }
+M.icons = blocks.icons
+M.text = blocks.text
+M.attachment_line = blocks.attachment_line
+M.winbar = winbar.text
+M.state_text = winbar.state
+M.win, M.tab_shows, M.defer, M.pending = layout.win, layout.tab_shows, layout.defer, layout.pending
+M.open_win, M.open, M.close = layout.open_win, layout.open, layout.close
+
+local build, block_text, text_of = blocks.build, blocks.text, blocks.text_of
 
 --- A new, empty chat model. Each block keeps its rendered lines (`out`); `dirty` records what changed
 --- since the last render ({ [block index] = first changed line of the block }, or true: everything), so
@@ -20,62 +34,8 @@ function M.reset(s)
   s.chat = M.new_model()
 end
 
-local function text_of(content)
-  if type(content) ~= 'table' then
-    return ''
-  end
-  if content.type == 'text' then
-    return content.text or ''
-  elseif content.type == 'resource_link' then
-    return ('[%s]'):format(content.name or content.uri or 'link')
-  elseif content.type == 'resource' then
-    return ('[%s]'):format(content.resource and content.resource.uri or 'resource')
-  end
-  return ('[%s]'):format(tostring(content.type))
-end
-
 local function last(s)
   return s.chat.blocks[#s.chat.blocks]
-end
-
-local tool_line
-
---- The text of a block (streamed text is kept as pieces, joined on demand: no copy per chunk).
-local function block_text(b)
-  if b.parts then
-    b.text = (b.text or '') .. table.concat(b.parts)
-    b.parts = nil
-  end
-  return b.text or ''
-end
-M.text = block_text
-
---- The rendered lines of a block; `prev` is the last line before it (nil at the top).
-local function build(b, prev)
-  local out = {}
-  local function add_text(text, prefix)
-    for _, l in ipairs(vim.split(text, '\n', { plain = true })) do
-      out[#out + 1] = prefix .. l
-    end
-  end
-  if b.kind == 'user' then
-    if prev ~= nil and prev ~= '' then
-      out[#out + 1] = ''
-    end
-    add_text(block_text(b), '> ')
-    out[#out + 1] = ''
-  elseif b.kind == 'agent' then
-    add_text(block_text(b), '')
-  elseif b.kind == 'thought' then
-    add_text(block_text(b), '│ ')
-  elseif b.kind == 'tool' then
-    out[#out + 1] = tool_line(b)
-  elseif b.kind == 'note' then
-    out[#out + 1] = '[' .. b.text:gsub('\n', ' ') .. ']'
-  elseif b.kind == 'end' then
-    out[#out + 1] = '── ' .. b.text .. ' ──'
-  end
-  return out
 end
 
 --- The last rendered line before block index i.
@@ -105,7 +65,7 @@ local function rebuild_all(s)
   local prev = nil
   for i, b in ipairs(s.chat.blocks) do
     b.idx = i
-    b.out = build(b, prev)
+    b.out = build(b, prev, s.cwd or s.root)
     if #b.out > 0 then
       prev = b.out[#b.out]
     end
@@ -117,7 +77,7 @@ local function push(s, block)
   table.insert(s.chat.blocks, block)
   local i = #s.chat.blocks
   block.idx = i
-  block.out = build(block, prev_line(s, i))
+  block.out = build(block, prev_line(s, i), s.cwd or s.root)
   mark(s, i, 1)
   return block
 end
@@ -128,7 +88,7 @@ local function refresh(s, b)
   if not i or s.chat.blocks[i] ~= b then
     return rebuild_all(s)
   end
-  b.out = build(b, prev_line(s, i))
+  b.out = build(b, prev_line(s, i), s.cwd or s.root)
   mark(s, i, 1)
 end
 
@@ -171,20 +131,66 @@ function M.chunk(s, u)
   end
   local kind = KIND[u.sessionUpdate]
   local b = last(s)
-  if b and b.kind == kind and b.id == u.messageId and kind ~= 'user' then
+  if kind == 'user' then
+    return M.user_chunk(s, u, b)
+  end
+  if b and b.kind == kind and b.id == u.messageId then
     append(s, b, text_of(u.content))
-  elseif b and b.kind == kind and b.id == u.messageId then
-    b.text = block_text(b) .. text_of(u.content)
-    refresh(s, b)
   else
     push(s, { kind = kind, id = u.messageId, text = text_of(u.content) })
   end
 end
 
---- A prompt typed in this editor (agentd echoes user messages only in a replay).
-function M.add_user(s, text)
-  push(s, { kind = 'user', text = text })
+--- The URI of a replayed prompt block that was an attachment: a `resource`/`resource_link` block, or the
+--- text agentd stores for an attached `resource` (its URI, then the text in a fence).
+local function attached_uri(content)
+  if type(content) ~= 'table' then
+    return nil
+  end
+  if content.type == 'resource' and type(content.resource) == 'table' then
+    return content.resource.uri
+  elseif content.type == 'resource_link' then
+    return content.uri
+  elseif content.type == 'text' and type(content.text) == 'string' then
+    return content.text:match('^(file://%S+)\n```')
+  end
+end
+
+--- One replayed prompt block: text joins the prompt's text (one block per line break), an attachment
+--- becomes an `@ path:lines` line.
+function M.user_chunk(s, u, b)
+  local uri = attached_uri(u.content)
+  if not (b and b.kind == 'user' and b.id ~= nil and b.id == u.messageId) then
+    b = push(s, { kind = 'user', id = u.messageId, text = '', attachments = {} })
+  end
+  if uri then
+    b.attachments = b.attachments or {}
+    b.attachments[#b.attachments + 1] = uri
+  else
+    local piece = text_of(u.content)
+    local cur = block_text(b)
+    b.text = cur == '' and piece or (cur .. '\n' .. piece)
+  end
+  refresh(s, b)
+end
+
+--- A prompt typed in this editor (agentd echoes user messages only in a replay); `attachments`: the URIs
+--- of what went along (a visual range: `file:///…#L10-L20`).
+function M.add_user(s, text, attachments)
+  push(s, { kind = 'user', text = text, attachments = attachments })
   M.render(s)
+end
+
+--- A retried model request (the `retry` update, PROTOCOL.md §7.2): one line in the chat.
+function M.retry(s, u)
+  push(s, {
+    kind = 'note',
+    text = ('retrying in %s s (attempt %s failed: %s)'):format(
+      util.seconds(u.delayS),
+      tostring(u.attempt or '?'),
+      tostring(u.message or 'provider error')
+    ),
+  })
 end
 
 --- A line of the plugin's own (errors, exits).
@@ -233,102 +239,13 @@ function M.awaiting(s, tool_call_id, waiting)
   end
 end
 
-local function diffstat(content)
-  local add, del, any = 0, 0, false
-  local diff = (vim.text and vim.text.diff) or vim.diff
-  for _, c in ipairs(type(content) == 'table' and content or {}) do
-    if c.type == 'diff' then
-      any = true
-      local old = type(c.oldText) == 'string' and c.oldText or ''
-      local new = type(c.newText) == 'string' and c.newText or ''
-      for _, h in ipairs(diff(old, new, { result_type = 'indices' }) or {}) do
-        del, add = del + h[2], add + h[4]
-      end
-    end
-  end
-  return any and ('+%d -%d'):format(add, del) or nil
-end
-
-function tool_line(t)
-  local meta = t.meta or {}
-  local notes = {}
-  if t.status == 'failed' then
-    if meta.cancelled then
-      notes[#notes + 1] = 'cancelled'
-    elseif meta.interrupted then
-      notes[#notes + 1] = 'interrupted'
-    elseif meta.decision == 'deny' then
-      notes[#notes + 1] = 'denied'
-    else
-      notes[#notes + 1] = 'failed'
-    end
-  elseif t.awaiting then
-    notes[#notes + 1] = 'awaiting approval'
-  elseif t.status == 'in_progress' then
-    notes[#notes + 1] = 'running'
-  end
-  if t.status == 'completed' then
-    local stat = diffstat(t.content)
-    if stat then
-      notes[#notes + 1] = stat
-    end
-    if type(t.rawOutput) == 'table' and t.rawOutput.exitCode ~= nil then
-      notes[#notes + 1] = 'exit ' .. tostring(t.rawOutput.exitCode)
-    end
-  end
-  local line = ('  %s %s'):format(M.icons[t.status] or '?', (t.title or ''):gsub('\n', ' '))
-  if #notes > 0 then
-    line = line .. ' (' .. table.concat(notes, ', ') .. ')'
-  end
-  return line
-end
-
 --- The chat buffer's lines for a session.
 function M.lines(s)
   local out = {}
   for _, b in ipairs(s.chat.blocks) do
-    vim.list_extend(out, b.out or build(b, out[#out]))
+    vim.list_extend(out, b.out or build(b, out[#out], s.cwd or s.root))
   end
   return out
-end
-
-local function short(n)
-  if type(n) ~= 'number' then
-    return '?'
-  end
-  if n >= 1000 then
-    return ('%.1fk'):format(n / 1000)
-  end
-  return tostring(n)
-end
-
---- The winbar text: turn state or progress, mode, context use, cost, then the session title, which is
---- what gets cut (`%<`) in a narrow window. Statusline syntax; `%` in the texts is escaped.
-function M.winbar(s)
-  local state
-  if s.detached then
-    state = s.status or 'closed'
-  elseif s.state == 'idle' then
-    state = s.stop_reason or 'idle'
-  else
-    state = s.status or s.state
-  end
-  local parts = { 'agentd', state }
-  if s.mode and s.mode ~= 'default' then
-    parts[#parts + 1] = 'mode ' .. s.mode
-  end
-  if type(s.usage) == 'table' and s.usage.used then
-    parts[#parts + 1] = ('ctx %s/%s'):format(short(s.usage.used), short(s.usage.size))
-    if type(s.usage.cost) == 'table' and s.usage.cost.amount then
-      parts[#parts + 1] = ('$%.4f'):format(s.usage.cost.amount)
-    end
-  end
-  parts[#parts + 1] = s.title or 'new session'
-  for i, p in ipairs(parts) do
-    parts[i] = p:gsub('%%', '%%%%')
-  end
-  parts[#parts] = '%<' .. parts[#parts]
-  return table.concat(parts, ' · ')
 end
 
 --- The chat buffer of a session (created on first use).
@@ -348,159 +265,64 @@ function M.buf(s)
   vim.b[b].agentd_root = s.root
   vim.bo[b].filetype = 'markdown'
   vim.bo[b].modifiable = false
+  -- Vim's markdown syntax marks every `_` inside a word as an error (red): `cache_read=…` is not one.
+  local function calm()
+    if api.nvim_buf_is_valid(b) then
+      api.nvim_buf_call(b, function()
+        pcall(vim.cmd, 'silent! syntax clear markdownError')
+      end)
+    end
+  end
+  calm()
+  api.nvim_create_autocmd('Syntax', {
+    buffer = b,
+    callback = function()
+      vim.schedule(calm)
+    end,
+  })
+  local map = function(lhs, fn, desc)
+    vim.keymap.set('n', lhs, fn, { buffer = b, silent = true, desc = 'agentd: ' .. desc })
+  end
+  map('<CR>', function()
+    if not M.toggle_details(s, api.nvim_win_get_cursor(0)[1]) then
+      vim.cmd('normal! j')
+    end
+  end, 'show or hide the output of the tool call under the cursor')
+  map('i', function()
+    M.open(s, { focus = true })
+  end, 'type a prompt in the input area')
   return b
 end
 
---- The chat window of a workspace in a tab (default: the current one): the window tagged for the root
---- of `s` (default: the current buffer's workspace) that shows a chat buffer. Windows belong to their
---- workspace (`w:agentd_chat_root`): a session never takes over another workspace's window.
-function M.win(s, tab)
-  local root = s and s.root or require('agentd.client').root_for(0)
-  for _, w in ipairs(api.nvim_tabpage_list_wins(tab or 0)) do
-    if vim.w[w].agentd_chat_root == root and vim.b[api.nvim_win_get_buf(w)].agentd_chat then
-      return w
-    end
-  end
-end
-
---- Whether a tab (default: the current one) shows the workspace `root`: one of its windows shows an
---- agentd buffer of that root or a file in it. A tab with no file or agentd window counts by its
---- windows' working directory.
-function M.tab_shows(root, tab)
-  local client = require('agentd.client')
-  local fallback = false
-  local any = false
-  for _, w in ipairs(api.nvim_tabpage_list_wins(tab or 0)) do
-    local b = api.nvim_win_get_buf(w)
-    local own = vim.b[b].agentd_root
-    if own then
-      any = true
-      if own == root then
-        return true
-      end
-    elseif vim.bo[b].buftype == '' and api.nvim_buf_get_name(b) ~= '' then
-      any = true
-      if client.root_for(b) == root then
-        return true
-      end
-    elseif api.nvim_win_get_config(w).relative == '' then
-      local tw = vim.fn.win_id2tabwin(w)
-      local ok, cwd = pcall(vim.fn.getcwd, tw[2], tw[1])
-      if ok and vim.fs.normalize(cwd) == root then
-        fallback = true
-      end
-    end
-  end
-  return not any and fallback
-end
-
---- Windows waiting for their workspace's tab: { [root] = { chat = session?, plan = session? } }.
-M.pending = {}
-
-local function flush_pending()
-  for root, p in pairs(M.pending) do
-    if M.tab_shows(root) then
-      M.pending[root] = nil
-      local client = require('agentd.client')
-      local active = client.active[root]
-      if p.chat and active == p.chat.id then
-        M.open(p.chat)
-      end
-      if p.plan and active == p.plan.id then
-        require('agentd.plan').show(p.plan, p.plan_opts)
-      end
-    end
-  end
-end
-
---- Opens a window of `kind` ('chat' or 'plan') for session `s` later, when a tab showing its workspace
---- becomes current (windows open only in a tab that shows their workspace).
-function M.defer(s, kind, opts)
-  local p = M.pending[s.root] or {}
-  M.pending[s.root] = p
-  p[kind] = s
-  if kind == 'plan' then
-    p.plan_opts = opts
-  end
-  vim.api.nvim_create_autocmd({ 'TabEnter', 'BufWinEnter', 'WinEnter' }, {
-    group = vim.api.nvim_create_augroup('agentd.pending', { clear = true }),
-    callback = function()
-      vim.schedule(flush_pending)
-      if next(M.pending) == nil then
-        return true
-      end
-    end,
-  })
-end
-
-local SPLIT = {
-  right = 'botright vsplit',
-  left = 'topleft vsplit',
-  top = 'topleft split',
-  bottom = 'botright split',
-}
-
---- Opens a window for buffer `b` at `position` ('right', 'left', 'top', 'bottom', 'float') without
---- moving the cursor. Returns the window.
-function M.open_win(b, position, size)
-  local cur = api.nvim_get_current_win()
-  local w
-  if position == 'float' then
-    local width = math.max(20, math.floor(vim.o.columns * size))
-    local height = math.max(5, vim.o.lines - 6)
-    w = api.nvim_open_win(b, false, {
-      relative = 'editor',
-      row = 1,
-      col = vim.o.columns - width - 2,
-      width = width,
-      height = height,
-      border = 'rounded',
-    })
-  else
-    vim.cmd(SPLIT[position] or SPLIT.right)
-    w = api.nvim_get_current_win()
-    api.nvim_win_set_buf(w, b)
-    if position == 'top' or position == 'bottom' then
-      api.nvim_win_set_height(w, math.max(3, math.floor(vim.o.lines * size)))
-    else
-      api.nvim_win_set_width(w, math.max(20, math.floor(vim.o.columns * size)))
-    end
-    if api.nvim_win_is_valid(cur) then
-      api.nvim_set_current_win(cur)
-    end
-  end
-  return w
-end
-
---- Shows the chat of a session, keeping the cursor where it is: in the chat window of its workspace in
---- this tab, else a new one if this tab shows the workspace; otherwise when such a tab becomes current.
-function M.open(s)
-  local b = M.buf(s)
-  local w = M.win(s)
-  if w then
-    if api.nvim_win_get_buf(w) ~= b then
-      api.nvim_win_set_buf(w, b)
-    end
-  elseif M.tab_shows(s.root) then
-    local opts = config.options.chat or {}
-    w = M.open_win(b, opts.position or 'right', opts.size or 0.4)
-    vim.w[w].agentd_chat_root = s.root
-  else
-    M.defer(s, 'chat')
-    M.render(s)
+--- The chat block shown on line `lnum` (1-based) of the chat buffer, or nil.
+function M.block_at(s, lnum)
+  local view = s.chat.view
+  if not view then
     return nil
   end
-  local wo = vim.wo[w]
-  wo.wrap = true
-  wo.linebreak = true
-  wo.number = false
-  wo.relativenumber = false
-  wo.signcolumn = 'no'
-  wo.foldcolumn = '0'
-  wo.spell = false
-  wo.statusline = ' agentd chat%=%l/%L '
+  for i, b in ipairs(s.chat.blocks) do
+    local start, count = view.starts[i], view.counts[i]
+    if start and count and lnum > start and lnum <= start + count then
+      return b
+    end
+  end
+end
+
+--- `<CR>` on a tool line: shows or hides what it produced (a command's output, an edit's diff).
+function M.toggle_details(s, lnum)
+  local b = M.block_at(s, lnum)
+  if not b or b.kind ~= 'tool' then
+    return false
+  end
+  b.expanded = not b.expanded
+  refresh(s, b)
   M.render(s)
-  return w
+  local w = M.win(s)
+  if w and s.chat.view then
+    local line = s.chat.view.starts[b.idx] + 1
+    api.nvim_win_set_cursor(w, { math.min(line, api.nvim_buf_line_count(s.chat_buf)), 0 })
+  end
+  return true
 end
 
 --- Writes what changed since the last render into the chat buffer: everything after a reset, else only
@@ -515,13 +337,19 @@ local function patch(s, b)
     chat.view = view
     local lines = {}
     for i, blk in ipairs(chat.blocks) do
-      blk.out = blk.out or build(blk, lines[#lines])
+      blk.out = blk.out or build(blk, lines[#lines], s.cwd or s.root)
       view.starts[i] = #lines
       view.counts[i] = #blk.out
       vim.list_extend(lines, blk.out)
     end
     view.total = #lines
+    api.nvim_buf_clear_namespace(b, diff.ns, 0, -1)
     api.nvim_buf_set_lines(b, 0, -1, false, lines)
+    for i, blk in ipairs(chat.blocks) do
+      if blk.hl then
+        diff.highlight(b, view.starts[i], blk.hl)
+      end
+    end
     return
   end
   if type(dirty) ~= 'table' then
@@ -540,7 +368,11 @@ local function patch(s, b)
       local old = view.counts[i] or 0
       local from = math.min(dirty[i], old + 1)
       local new = vim.list_slice(blk.out, from)
+      api.nvim_buf_clear_namespace(b, diff.ns, start + from - 1, start + old)
       api.nvim_buf_set_lines(b, start + from - 1, start + old, false, new)
+      if blk.hl then
+        diff.highlight(b, start + from - 1, vim.list_slice(blk.hl, from))
+      end
       local delta = #blk.out - old
       view.counts[i] = #blk.out
       view.total = view.total + delta
@@ -575,10 +407,12 @@ function M.render(s)
     vim.bo[b].modifiable = false
     vim.bo[b].modified = false
   end
-  local bar = M.winbar(s)
   local last_line = api.nvim_buf_line_count(b)
   for _, w in ipairs(wins) do
-    vim.wo[w].winbar = bar
+    if vim.wo[w].winbar ~= winbar.EXPR then
+      vim.wo[w].winbar = winbar.EXPR
+    end
+    pcall(api.nvim__redraw, { win = w, winbar = true })
     if follow[w] then
       api.nvim_win_set_cursor(w, { last_line, 0 })
     end

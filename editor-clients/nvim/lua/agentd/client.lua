@@ -205,6 +205,7 @@ function M.start(root)
   if type(cfg.cmd) == 'table' and vim.fn.executable(cfg.cmd[1]) == 0 then
     return nil, ('%s is not executable; install agentd or set cmd in require("agentd").setup()'):format(cfg.cmd[1])
   end
+  require('agentd.log').watch(cfg.cmd)
   local id = vim.lsp.start(cfg, { attach = false, silent = true })
   if not id then
     return nil, 'could not start ' .. table.concat(type(cfg.cmd) == 'table' and cfg.cmd or { '?' }, ' ')
@@ -368,7 +369,9 @@ function M.load(c, root, item, cb)
   s.state = 'loading'
   s.status = 'Loading'
   s.stop_reason = nil
+  s.retry = nil
   s.plan = nil
+  s.usage = nil -- the replay ends with the stored context use and cost
   chat().reset(s)
   chat().open(s)
   plan().render(s)
@@ -383,6 +386,8 @@ function M.load(c, root, item, cb)
       settle(root, nil)
       return notify(M.error_message(err), levels.ERROR)
     end
+    s.detached = false -- a session this daemon closed (:AgentdNew) and loaded again is held again
+    s.status = nil
     s.modes = res and res.modes or s.modes
     s.mode = s.modes and s.modes.currentModeId or s.mode
     M.set_active(root, s, prev)
@@ -452,28 +457,45 @@ function M.with_session(cb, opts)
   )
 end
 
---- Builds the prompt's content blocks: the text, plus the selected lines as a `resource`.
+--- Builds the prompt's content blocks: the text, plus the selected lines as a `resource` whose URI names
+--- them (`file:///…/app.py#L10-L20`, so the model knows where they are).
 function M.blocks(text, sel)
   local blocks = { { type = 'text', text = text } }
-  if sel then
+  if sel and vim.api.nvim_buf_is_valid(sel.bufnr) then
     local lines = vim.api.nvim_buf_get_lines(sel.bufnr, sel.line1 - 1, sel.line2, false)
     local name = vim.api.nvim_buf_get_name(sel.bufnr)
     if name ~= '' then
+      local range = sel.line1 == sel.line2 and ('#L%d'):format(sel.line1) or ('#L%d-L%d'):format(sel.line1, sel.line2)
       blocks[2] = {
         type = 'resource',
-        resource = { uri = vim.uri_from_fname(name), text = table.concat(lines, '\n') .. '\n' },
+        resource = { uri = vim.uri_from_fname(name) .. range, text = table.concat(lines, '\n') .. '\n' },
       }
     end
   end
   return blocks
 end
 
---- Sends a prompt to the active session (creating or resuming one first).
-function M.prompt(text, sel)
+--- The URIs of a prompt's attachments (what the chat shows under the prompt).
+local function attachments(blocks)
+  local uris = {}
+  for _, b in ipairs(blocks) do
+    if b.type == 'resource' then
+      uris[#uris + 1] = b.resource.uri
+    end
+  end
+  return uris
+end
+
+--- Sends a prompt to the active session (creating or resuming one first); `on_sent()` runs once it went
+--- out (not when a turn is still running).
+function M.prompt(text, sel, on_sent)
   local blocks = M.blocks(text, sel)
   M.with_session(function(s, c)
     if not idle(s) then
       return notify('a prompt is still running in this session; wait for it or run :AgentdCancel', levels.WARN)
+    end
+    if on_sent then
+      on_sent()
     end
     s.turn = s.turn + 1
     local token = ('agentd-nvim-%s-%d'):format(s.id, s.turn)
@@ -485,7 +507,8 @@ function M.prompt(text, sel)
       local first = vim.trim((text:match('^[^\n]*') or ''):gsub('%s+', ' '))
       s.title = vim.fn.strchars(first) > 80 and (vim.fn.strcharpart(first, 0, 77) .. '...') or first
     end
-    chat().add_user(s, text)
+    s.retry = nil
+    chat().add_user(s, text, attachments(blocks))
     chat().open(s)
     M.event('AgentdTurnStart', { sessionId = s.id })
     M.request(
@@ -514,17 +537,32 @@ function M.prompt(text, sel)
   end)
 end
 
---- :AgentdNew
+--- :AgentdNew. The workspace's session resolution starts at once, before the daemon is ready, so a
+--- command issued right after (`:Agentd …`) waits for the new session instead of loading the newest one.
+--- A resolution already running (a load) finishes first.
 function M.new_session(cb)
-  M.with_client(function(c, root)
-    M.new(c, root, function(s, cl)
-      chat().open(s)
-      M.render(s)
-      if cb then
-        cb(s, cl)
-      end
+  local root = M.root_for(0)
+  if M.resolving[root] then
+    return join(root, function()
+      M.new_session(cb)
     end)
+  end
+  join(root, function(s, cl)
+    chat().open(s)
+    M.render(s)
+    if cb then
+      cb(s, cl)
+    end
   end)
+  M.with_client(
+    function(c)
+      M.new(c, root)
+    end,
+    root,
+    function()
+      settle(root, nil)
+    end
+  )
 end
 
 --- One line of the :AgentdSessions picker. `current`: the id of the session this editor has open in the
@@ -534,7 +572,7 @@ local function fmt_item(item, current)
   local parts = { item.title or '(untitled)' }
   local info = {}
   if item.updatedAt then
-    info[#info + 1] = item.updatedAt
+    info[#info + 1] = require('agentd.util').when(item.updatedAt)
   end
   if meta.turns then
     info[#info + 1] = ('%d turn%s'):format(meta.turns, meta.turns == 1 and '' or 's')
@@ -583,6 +621,57 @@ function M.pick_session(cb)
       end)
     end)
   end)
+end
+
+--- :AgentdRestart: stops the workspace's daemon (a running turn is cancelled; its history stays valid) and
+--- starts it again; the active session is loaded again and its chat shown. `cb(session?, client)`.
+function M.restart(cb)
+  local root = M.root_for(0)
+  local function start()
+    local s = M.active_session(root)
+    if s then
+      s.detached = true
+      return M.with_session(function(s2, c2)
+        chat().open(s2)
+        if cb then
+          cb(s2, c2)
+        end
+      end)
+    end
+    M.with_client(function(c2)
+      if cb then
+        cb(nil, c2)
+      end
+    end, root)
+  end
+  local c = M.get_client(root)
+  if not c then
+    return start()
+  end
+  local id = c.id
+  c:stop()
+  local waited = 0
+  local timer = assert(vim.uv.new_timer())
+  timer:start(
+    20,
+    20,
+    vim.schedule_wrap(function()
+      waited = waited + 20
+      if waited == 3000 and not c:is_stopped() then
+        c:stop(true) -- shutdown went unanswered: kill it
+      end
+      local gone = c:is_stopped() and vim.lsp.get_client_by_id(id) == nil
+      if gone or waited >= 10000 then
+        timer:stop()
+        timer:close()
+        if gone then
+          start()
+        else
+          notify('agentd did not stop; see :LspLog', levels.ERROR)
+        end
+      end
+    end)
+  )
 end
 
 --- :AgentdCancel
@@ -713,6 +802,12 @@ function M.on_update(_, params, ctx)
   local kind = u.sessionUpdate
   local meta = type(params._meta) == 'table' and params._meta.agentd or nil
   local replay = type(meta) == 'table' and meta.replay == true
+  if kind == 'retry' then
+    s.retry = u
+    chat().retry(s, u)
+  elseif s.retry and not replay then
+    s.retry = nil -- the turn moved on
+  end
   if kind == 'agent_message_chunk' or kind == 'agent_thought_chunk' or kind == 'user_message_chunk' then
     chat().chunk(s, u)
   elseif kind == 'tool_call' or kind == 'tool_call_update' then

@@ -24,7 +24,7 @@ function M.create()
       sel = { bufnr = vim.api.nvim_get_current_buf(), line1 = a.line1, line2 = a.line2 }
     end
     if vim.trim(a.args) == '' then
-      return agentd().ask(sel)
+      return agentd().ask(sel) -- the input area, with the range attached
     end
     agentd().prompt(a.args, sel)
   end, { nargs = '*', range = true, desc = 'agentd: send a prompt (with a range: the selected lines too)' })
@@ -43,6 +43,9 @@ function M.create()
   cmd('AgentdChat', function()
     agentd().toggle_chat()
   end, { nargs = 0, desc = 'agentd: open or close the chat window' })
+  cmd('AgentdRestart', function()
+    agentd().restart()
+  end, { nargs = 0, desc = 'agentd: restart the daemon and reload the session' })
   cmd('AgentdStatus', function()
     agentd().status()
   end, { nargs = 0, desc = 'agentd: token use, cost and state of the session' })

@@ -24,6 +24,17 @@ M.defaults = {
     --- Fraction of the editor's width (left/right) or height (top/bottom).
     size = 0.4,
   },
+  input = {
+    --- Lines of the input area below the chat window (where you type prompts); 0: no input area.
+    height = 4,
+    --- Start Insert mode when :Agentd, :AgentdChat or `i` in the chat puts the cursor in the input area.
+    start_insert = true,
+  },
+  approval = {
+    --- 'diff': a window with the proposed change (or the command) and a key per option;
+    --- 'select': vim.ui.select only (a scratch window shows the details first).
+    ui = 'diff',
+  },
   plan = {
     --- 'chat' (above the chat window), 'right', 'left', 'top', 'bottom' or 'float' (top-right corner).
     position = 'chat',

@@ -10,6 +10,8 @@
 ---   auto_resume = true,                 -- first prompt loads the workspace's newest session
 ---   keymaps = false,                    -- true: <leader>aa, <leader>an, ... (:help agentd-keymaps)
 ---   chat = { position = 'right', size = 0.4 },
+---   input = { height = 4 },             -- the input area below the chat (0: none)
+---   approval = { ui = 'diff' },         -- 'diff' window with keys, or 'select' (vim.ui.select)
 ---   plan = { position = 'chat', auto_open = true, max_height = 12 },
 --- })
 --- ```
@@ -67,13 +69,47 @@ function M.prompt(text, sel)
   require('agentd.client').prompt(text, sel)
 end
 
---- Asks for a prompt with vim.ui.input, then sends it.
+--- Opens the chat with the cursor in its input area; `sel` = { bufnr, line1, line2 } is attached to the
+--- next prompt sent from there. Without an input area (`input.height = 0`), asks with vim.ui.input.
 function M.ask(sel)
-  vim.ui.input({ prompt = 'agentd> ' }, function(text)
-    if text and vim.trim(text) ~= '' then
-      M.prompt(text, sel)
-    end
+  local client = require('agentd.client')
+  local input = require('agentd.input')
+  local root = client.root_for(0)
+  if sel then
+    input.attach(root, sel)
+  end
+  if ((require('agentd.config').options.input or {}).height or 4) <= 0 then
+    return vim.ui.input({ prompt = 'agentd> ' }, function(text)
+      if text and vim.trim(text) ~= '' then
+        M.prompt(text, sel)
+      end
+    end)
+  end
+  local s = client.active_session(root)
+  if s then
+    return M.open_chat(s)
+  end
+  client.with_session(function(s2)
+    M.open_chat(s2)
   end)
+end
+
+--- Shows the chat of `s` with the cursor in the input area; a plan that went away with the chat comes
+--- back with it.
+function M.open_chat(s)
+  local chat = require('agentd.chat')
+  local plan = require('agentd.plan')
+  chat.open(s, { focus = true })
+  if plan.hidden_with_chat[s.root] then
+    plan.hidden_with_chat[s.root] = nil
+    if s.plan then
+      plan.show(s, { force = true })
+    end
+  end
+end
+
+function M.restart()
+  require('agentd.client').restart()
 end
 
 function M.new()
@@ -100,17 +136,18 @@ function M.set_mode(mode)
   require('agentd.client').set_mode(mode)
 end
 
---- Opens the chat of the active session, or closes its window.
+--- Opens the chat of the active session (the cursor in its input area), or closes the chat's column (the
+--- chat, its input area and a plan window above it).
 function M.toggle_chat()
   local client = require('agentd.client')
   local chat = require('agentd.chat')
-  local w = chat.win(nil)
-  if w then
-    return vim.api.nvim_win_close(w, false)
+  local root = client.root_for(0)
+  local s = client.active_session(root)
+  if chat.close(s or { root = root }) then
+    return
   end
-  local s = client.active_session()
   if s then
-    chat.open(s)
+    M.open_chat(s)
   else
     client.notify('no session in this workspace yet; :Agentd {prompt} starts one')
   end

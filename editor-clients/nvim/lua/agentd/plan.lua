@@ -12,6 +12,16 @@ local HL = { completed = 'Comment', done = 'Comment', in_progress = 'DiagnosticI
 
 --- Sessions whose plan window the user closed (not reopened automatically; :AgentdTodos reopens it).
 local closed_by_user = {}
+--- Windows closed together with the chat (`:AgentdChat`): not the user closing the plan. Workspaces whose
+--- plan went away with the chat: it comes back with it.
+local with_chat = {}
+M.hidden_with_chat = {}
+
+--- The plan window `w` of `s` is about to close with the chat window.
+function M.hide_with_chat(s, w)
+  with_chat[w] = true
+  M.hidden_with_chat[s.root] = true
+end
 
 --- The plan window's lines for a session.
 function M.lines(s)
@@ -138,12 +148,15 @@ local function open_win(s, b)
   wo.signcolumn = 'no'
   wo.foldcolumn = '0'
   wo.winfixheight = true
-  wo.statusline = ' agentd plan'
   vim.api.nvim_create_autocmd('WinClosed', {
     pattern = tostring(w),
     once = true,
     callback = function()
-      closed_by_user[s.id] = true
+      if with_chat[w] then
+        with_chat[w] = nil
+      else
+        closed_by_user[s.id] = true
+      end
     end,
   })
   return w
@@ -177,7 +190,12 @@ function M.render(s)
       api.nvim_win_set_buf(w, b)
     end
     local done, total = counts(s)
+    -- set on every render: a window switched to another session's buffer keeps no stale title
     vim.wo[w].winbar = ('agentd plan · %d/%d done'):format(done, total)
+    vim.wo[w].statusline = ' agentd plan'
+    if api.nvim_win_get_config(w).relative ~= '' then
+      api.nvim_win_set_config(w, { title = ' agentd plan ' })
+    end
     if api.nvim_win_get_config(w).relative ~= '' then
       api.nvim_win_set_config(w, { height = height_for(s, true) })
     elseif (config.options.plan or {}).position ~= 'left' and (config.options.plan or {}).position ~= 'right' then

@@ -2,8 +2,9 @@
 -- goes into `out`, written as JSON to $AGENTD_OUT; pytest asserts on it.
 --
 -- Environment: AGENTD_OUT (report file), AGENTD_PLUGIN (editor-clients/nvim), AGENTD_CMD (JSON argv of
--- the daemon), AGENTD_WS (workspace), AGENTD_PICKS (JSON: label to pick per vim.ui.select `kind`; a list
--- is consumed in order; the string "hold" never answers), AGENTD_DATA_DIR.
+-- the daemon), AGENTD_WS (workspace), AGENTD_PICKS (JSON: label to pick per vim.ui.select `kind`, `^text`
+-- for the first label starting with text; a list is consumed in order; "hold" never answers),
+-- AGENTD_DATA_DIR.
 local L = {}
 
 L.out = { selects = {}, events = {}, plans = {} }
@@ -32,11 +33,14 @@ function L.env_json(name, default)
 end
 
 --- The plugin on the runtimepath, its plugin/ script sourced (as `-u NONE` skips plugins), setup().
+--- Approvals go through vim.ui.select (the recorder) unless AGENTD_APPROVAL_UI says 'diff'; AGENTD_OPTS
+--- (JSON) adds setup() options.
 function L.load_plugin(opts)
   vim.opt.rtp:prepend(assert(os.getenv('AGENTD_PLUGIN')))
   vim.cmd.runtime('plugin/agentd.lua')
   vim.lsp.set_log_level('info')
-  opts = vim.tbl_deep_extend('force', { cmd = L.env_json('AGENTD_CMD') }, opts or {})
+  local base = { cmd = L.env_json('AGENTD_CMD'), approval = { ui = os.getenv('AGENTD_APPROVAL_UI') or 'select' } }
+  opts = vim.tbl_deep_extend('force', base, opts or {}, L.env_json('AGENTD_OPTS', {}))
   require('agentd').setup(opts)
 end
 
@@ -58,13 +62,22 @@ function L.windows(prefix)
   return found
 end
 
+--- The winbar of window `w` as drawn (an expression is evaluated at the window's width).
+function L.winbar(w)
+  local wb = vim.wo[w].winbar
+  if wb == '' then
+    return ''
+  end
+  return vim.api.nvim_eval_statusline(wb, { winid = w, use_winbar = true }).str
+end
+
 --- { lines, winbar } of the one window whose buffer name starts with `prefix`, or vim.NIL.
 function L.window_state(prefix)
   local ws = L.windows(prefix)
   if #ws ~= 1 then
     return vim.NIL
   end
-  return { lines = lines_of(ws[1].buf), winbar = vim.wo[ws[1].win].winbar }
+  return { lines = lines_of(ws[1].buf), winbar = L.winbar(ws[1].win) }
 end
 
 --- The workspace-relative names of the file windows of the tab, and the agentd windows, in layout order.
@@ -112,7 +125,8 @@ function L.record_select()
       return
     end
     for i, label in ipairs(shown) do
-      if label == want or (want == '#1' and i == 1) then
+      local prefix = type(want) == 'string' and want:sub(1, 1) == '^' and vim.startswith(label, want:sub(2))
+      if label == want or prefix or (want == '#1' and i == 1) then
         rec.picked = label
         return on_choice(items[i], i)
       end
