@@ -1,11 +1,13 @@
-// The chat webview view: the transcript of the active session (streamed text, thoughts, tool-call cards)
-// and a prompt box. The webview only renders (its script is webview/chat.js, inlined with the page's
+// The chat webview view: the transcript of the active session (streamed text, thoughts, tool-call cards),
+// the session's title (wrapped, never cut), the pending approval (approvals.ts: a card above the prompt
+// box, beside the proposed diff), the turn's state (retries included) and a prompt box. The webview only renders (its script is webview/chat.js, inlined with the page's
 // nonce); the transcript lives in the extension host (transcript.ts), which sends it whole on (re)load and
 // as changes afterwards, a streamed chunk as its text alone (`append`). Content Security Policy: no
 // network, scripts only with this page's nonce.
 
 import * as crypto from "crypto";
 import * as vscode from "vscode";
+import type { Card } from "./approvals";
 import { Change, Item } from "./transcript";
 import script from "./webview/chat.js" with { type: "text" };
 
@@ -17,12 +19,15 @@ export type FromWebview =
   | { type: "openDiff"; toolCallId: string }
   | { type: "openFile"; path: string }
   | { type: "newSession" }
-  | { type: "resumeSession" };
+  | { type: "resumeSession" }
+  | { type: "approve"; requestId: string; optionId: string; via: string }
+  | { type: "showApprovalDiff" };
 
 export interface ChatSource {
   items(): Item[];
   busy(): boolean;
   title(): string | undefined;
+  approval(): Card | undefined;
   onMessage(msg: FromWebview): void;
 }
 
@@ -52,6 +57,21 @@ export class ChatView implements vscode.WebviewViewProvider {
 
   reset(): void {
     void this.view?.webview.postMessage({ type: "reset", items: this.source.items(), busy: this.source.busy() });
+    void this.view?.webview.postMessage({ type: "title", title: this.source.title() ?? "" });
+    void this.view?.webview.postMessage({ type: "approval", card: this.source.approval() ?? null });
+  }
+
+  /** Shows (or clears) the pending approval; a hidden panel is revealed without taking the focus. */
+  showApproval(card: Card | undefined): void {
+    if (card && this.view && !this.view.visible) {
+      this.view.show(true);
+    }
+    void this.view?.webview.postMessage({ type: "approval", card: card ?? null });
+  }
+
+  /** The turn's state under the transcript ("Retrying in 4 s…"), or "" for the default. */
+  setState(text: string): void {
+    void this.view?.webview.postMessage({ type: "state", text });
   }
 
   apply(changes: Change[]): void {
@@ -74,6 +94,7 @@ export class ChatView implements vscode.WebviewViewProvider {
     if (this.view) {
       this.view.description = title;
     }
+    void this.view?.webview.postMessage({ type: "title", title: title ?? "" });
   }
 
   focusPrompt(): void {
@@ -100,9 +121,11 @@ export class ChatView implements vscode.WebviewViewProvider {
 <title>agentd chat</title>
 </head>
 <body>
+<header id="title" aria-label="Session title" hidden></header>
 <main id="log" role="log" aria-live="polite" aria-label="Conversation">
   <p class="empty" id="empty">Ask agentd to do something in this workspace. It plans with a TODO list, reads and edits files, runs commands, and asks before anything risky.</p>
 </main>
+<section id="approval" role="region" aria-label="Approval" hidden></section>
 <form id="composer" aria-label="Prompt">
   <textarea id="prompt" rows="3" aria-label="Prompt" placeholder="Ask agentd… (Enter to send, Shift+Enter for a new line)"></textarea>
   <div class="actions">

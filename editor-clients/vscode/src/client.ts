@@ -1,7 +1,8 @@
 // Building the LanguageClient that starts agentd on stdio (PROTOCOL.md §3.2, §4.2, §8.2).
 //
 // Owns: resolving the command line from the settings (`agentd.path`, `agentd.args`, `agentd.env`; the
-// AGENTD_CMD variable when the settings are untouched), spawning the process ourselves so its pid is known,
+// AGENTD_CMD variable when the settings are untouched) and its environment (the login shell's PATH:
+// shellPath.ts), spawning the process ourselves so its pid is known,
 // declaring the agentd client capability `experimental.agentd`, and saving documents after an applied edit
 // whose label starts with `agentd:` (saveAfterApply). No session logic here.
 
@@ -21,6 +22,7 @@ import {
 } from "vscode-languageclient/node";
 import { e2eLog } from "./e2eLog";
 import { PROTOCOL_VERSION } from "./protocol";
+import { loginShellPath, mergePath } from "./shellPath";
 
 export interface ServerCommand {
   command: string;
@@ -52,6 +54,25 @@ export function serverCommand(): ServerCommand {
     env,
     source: "settings",
   };
+}
+
+/** agentd's environment: the editor's, the login shell's PATH first (`agentd.loginShellPath`, unless
+ * `agentd.env` sets PATH itself), then `agentd.env`. */
+export async function serverEnv(cmd: ServerCommand, output: vscode.LogOutputChannel): Promise<NodeJS.ProcessEnv> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...cmd.env };
+  const wanted = vscode.workspace.getConfiguration("agentd").get<boolean>("loginShellPath", true);
+  if (!wanted || cmd.env.PATH !== undefined || process.platform === "win32") {
+    return env;
+  }
+  const found = await loginShellPath();
+  if (found.path) {
+    env.PATH = mergePath(found.path, env.PATH);
+    output.appendLine(`PATH from the login shell (${found.shell} -l -i): ${found.path}`);
+  } else {
+    output.warn(`Could not read the PATH of the login shell ${found.shell} (${found.error}); agentd gets the editor's PATH.`);
+  }
+  e2eLog("shell_path", { shell: found.shell, path: env.PATH ?? null, error: found.error ?? null });
+  return env;
 }
 
 function isSet<T>(i: { globalValue?: T; workspaceValue?: T; workspaceFolderValue?: T } | undefined): boolean {
@@ -113,7 +134,8 @@ export function createClient(
     const cmd = serverCommand();
     const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     output.appendLine(`Starting ${[cmd.command, ...cmd.args].join(" ")} (from ${cmd.source})`);
-    const child = cp.spawn(cmd.command, cmd.args, { cwd, env: { ...process.env, ...cmd.env }, stdio: "pipe" });
+    const env = await serverEnv(cmd, output);
+    const child = cp.spawn(cmd.command, cmd.args, { cwd, env, stdio: "pipe" });
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", () => resolve());
       child.once("error", (err) =>

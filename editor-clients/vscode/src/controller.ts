@@ -3,7 +3,8 @@
 // Owns: the LanguageClient's lifetime (start, restart on settings change, reopen the session after the
 // server restarts), the one active session (PROTOCOL.md §6.1: on start the server's `--resume` session,
 // else the workspace's newest unlocked session, else a new one), routing `agentd/session/update` to the
-// transcript, the TODO tree and the status bar, prompts and cancel, and the commands' logic.
+// transcript, the TODO tree and the status bar (a `retry` update as a notice and the turn's state), prompts
+// and cancel, and the commands' logic. Approvals are approvals.ts's, shown in the chat panel.
 
 import * as vscode from "vscode";
 import { ResponseError, State } from "vscode-languageclient";
@@ -43,11 +44,12 @@ export class Controller implements vscode.Disposable {
   private active?: Active;
   private loading?: Loading;
   private busy = false;
+  private retrying = false;
   private usage?: Usage;
   private opening?: Promise<void>;
   private readonly transcript = new Transcript();
   private readonly diffs = new DiffStore();
-  private readonly approvals = new Approvals(this.diffs);
+  private readonly approvals: Approvals;
   private readonly output = vscode.window.createOutputChannel("agentd", { log: true });
   private readonly status = new StatusBar();
   readonly todos = new TodoTree();
@@ -59,9 +61,12 @@ export class Controller implements vscode.Disposable {
       items: (): Item[] => this.transcript.all(),
       busy: (): boolean => this.busy,
       title: (): string | undefined => this.active?.title,
+      approval: () => this.approvals.current(),
       onMessage: (msg: FromWebview): void => void this.onWebview(msg),
     });
+    this.approvals = new Approvals(this.diffs, this.chat);
     this.disposables.push(
+      this.approvals,
       this.output,
       this.status,
       this.todos,
@@ -88,6 +93,7 @@ export class Controller implements vscode.Disposable {
         // First start, or the client restarted a crashed server: (re)open the session on this process.
         this.opening = this.openSession().catch((err) => this.fail("Could not open a session", err));
       } else if (e.newState === State.Stopped) {
+        this.approvals.clear();
         this.setBusy(false);
       }
     });
@@ -357,7 +363,18 @@ export class Controller implements vscode.Disposable {
   }
 
   private route(u: SessionUpdate): void {
+    if (u.sessionUpdate !== "retry" && this.retrying) {
+      this.retrying = false; // the turn moved on
+      this.chat.setState("");
+    }
     switch (u.sessionUpdate) {
+      case "retry": {
+        const secs = u.delayS >= 10 || Number.isInteger(u.delayS) ? Math.round(u.delayS) : u.delayS.toFixed(1);
+        this.notice(`Retrying in ${secs} s (attempt ${u.attempt} failed: ${u.message})`);
+        this.chat.setState(`Retrying in ${secs} s…`);
+        this.retrying = true;
+        break;
+      }
       case "agent_message_chunk":
       case "agent_thought_chunk":
       case "user_message_chunk":
@@ -407,6 +424,12 @@ export class Controller implements vscode.Disposable {
         return this.cancel();
       case "openDiff":
         await this.diffs.open(msg.toolCallId);
+        return;
+      case "approve":
+        this.approvals.answer(msg.requestId, msg.optionId, msg.via);
+        return;
+      case "showApprovalDiff":
+        await this.approvals.showDiff();
         return;
       case "openFile":
         await vscode.window.showTextDocument(vscode.Uri.file(msg.path), { preview: true });

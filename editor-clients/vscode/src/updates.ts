@@ -20,6 +20,7 @@ import type {
 
 export type {
   CurrentModeUpdate,
+  Retry,
   PlanEntry,
   SessionInfoUpdate,
   SessionUpdate,
@@ -70,6 +71,7 @@ const KNOWN = new Set([
   "usage_update",
   "session_info_update",
   "current_mode_update",
+  "retry",
 ]);
 
 /** The update as a known variant, or undefined for anything this client does not know. */

@@ -233,9 +233,32 @@ class CodeServer:
         return "\n".join(p.read_text(errors="replace").splitlines()[-n:]) if p.exists() else ""
 
 
+LOGIN_SHELL = """#!/bin/sh
+# A login shell for the tests: like a ~/.profile, -l puts {bin} first on PATH; then it runs -c.
+PATH="{bin}:$PATH"; export PATH
+while [ $# -gt 0 ]; do case "$1" in -c) exec /bin/sh -c "$2";; *) shift;; esac; done
+"""
+
+
+def login_shell(tmp: Path) -> tuple[Path, Path]:
+    """A fake login shell (for SHELL) whose start-up adds a bin dir that only it knows, holding `python`
+    (the editor's own PATH has no `python`: Debian has only python3, as inside code-server)."""
+    bin_dir = tmp / "login-bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n', encoding="utf-8")
+    python.chmod(0o755)
+    shell = tmp / "login-shell"
+    shell.write_text(LOGIN_SHELL.format(bin=bin_dir), encoding="utf-8")
+    shell.chmod(0o755)
+    return shell, bin_dir
+
+
 def editor_env(tmp: Path, emulator_url: str, data_dir: Path, log: Path) -> dict[str, str]:
-    """The environment of code-server, which the extension host and agentd inherit."""
+    """The environment of code-server, which the extension host and agentd inherit. SHELL is a fake login
+    shell (`login_shell`) whose PATH the extension passes to agentd."""
     venv_bin = str(Path(sys.executable).parent)
+    shell, _ = login_shell(tmp)
     env = dict(os.environ)
     env.update({
         "AGENTD_CMD": json.dumps([sys.executable, "-m", "agentd"]),
@@ -243,6 +266,7 @@ def editor_env(tmp: Path, emulator_url: str, data_dir: Path, log: Path) -> dict[
         "ANTHROPIC_BASE_URL": emulator_url,
         "ANTHROPIC_API_KEY": "sk-ant-emu-" + secrets.token_hex(16),
         "AGENTD_E2E_LOG": str(log),
+        "SHELL": str(shell),
         "PATH": venv_bin + os.pathsep + env.get("PATH", ""),
         "PYTHONPATH": str(ROOT),
         "XDG_CONFIG_HOME": str(tmp / "home" / ".config"),
@@ -316,14 +340,19 @@ class Workbench:
         """A row of the TODO tree; its accessible name is `<content>, <pending|in progress|done>`."""
         return self.page.get_by_role("treeitem", name=f"{content}, {status}", exact=True)
 
-    def dialog(self, message: str) -> Any:
-        return self.page.get_by_role("dialog").filter(has_text=message)
+    def approval(self, question: str) -> Any:
+        """The pending approval in the chat panel (a region above the prompt box), by its question."""
+        return self.chat.get_by_role("region", name="Approval").filter(has_text=question)
 
-    def answer(self, message: str, button: str) -> None:
-        dlg = self.dialog(message)
-        self.expect(dlg).to_be_visible(timeout=20_000)
-        dlg.get_by_role("button", name=button, exact=True).click()
-        self.expect(dlg).to_be_hidden(timeout=10_000)
+    def answer(self, question: str, button: str) -> None:
+        """Click an answer of the approval asking `question` (the option's name as agentd sent it)."""
+        card = self.approval(question)
+        self.expect(card).to_be_visible(timeout=20_000)
+        card.get_by_role("button", name=button, exact=True).click()
+        self.expect(card).to_be_hidden(timeout=10_000)
+
+    def modal_dialogs(self) -> Any:
+        return self.page.get_by_role("dialog")
 
     def run_command(self, title: str) -> None:
         """Run a command from the command palette (F1)."""

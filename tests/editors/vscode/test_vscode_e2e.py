@@ -1,6 +1,6 @@
 """The agentd extension in a real VS Code workbench (code-server) on a real project, idna 3.10 (TESTING.md
-§1.6, §1.8): a prompt typed into the chat view, the TODO tree filled live, the approval modal answered
-with the proposed edit open in the diff editor, the edit landing in the open buffer and on disk, the
+§1.6, §1.8): a prompt typed into the chat view, the TODO tree filled live, the approvals answered in
+the chat panel with the proposed edit open in the diff editor beside it, the edit landing in the open buffer and on disk, the
 package's own tests run by the agent, then Resume Session restoring the plan, and after the daemon is
 killed the extension restarts it, reopens the session and the conversation continues with a request
 the emulator accepts. Screenshots go to docs/images/."""
@@ -60,15 +60,15 @@ def test_real_project_turn_approvals_resume_and_restart(editor: Editor) -> None:
     wb.send_prompt(PROMPT)
     wb.expect(wb.todo("Run the test suite", "pending")).to_be_visible(timeout=20_000)
 
-    # The edit: a modal, with the proposed change open in the diff editor behind it.
+    # The edit: asked in the chat panel, with the proposed change open in the diff editor beside it.
     edit_question = "Allow agentd to edit idna/core.py?"
-    wb.expect(wb.dialog(edit_question)).to_be_visible(timeout=20_000)
+    wb.expect(wb.approval(edit_question)).to_be_visible(timeout=20_000)
     wb.expect(
         editor.page.get_by_role("tab", name=re.compile(r"core\.py \(current ↔ proposed by agentd\)"))
     ).to_be_visible()
     screenshot(editor.page, "vscode-approval")
     wb.answer(edit_question, "Allow once")
-    wb.answer(f"Allow agentd to run “{TEST_CMD}”?", "Always")
+    wb.answer(f"Allow agentd to run “{TEST_CMD}”?", "Always allow run_command in this session")
 
     wb.expect(wb.chat.get_by_text("now ends with a full stop")).to_be_visible(timeout=20_000)
     for item in PLAN:
@@ -101,7 +101,7 @@ def test_real_project_turn_approvals_resume_and_restart(editor: Editor) -> None:
     pick.click()
     for item in PLAN:
         wb.expect(wb.todo(item, "done")).to_be_visible(timeout=10_000)
-    wb.expect(wb.chat.get_by_text(PROMPT)).to_be_visible()
+    wb.expect(wb.chat.get_by_role("region", name="You").get_by_text(PROMPT)).to_be_visible()
     wb.expect(wb.chat.get_by_role("region", name="Tool call: Edit idna/core.py, completed")).to_be_visible()
     screenshot(editor.page, "vscode-resumed")
     loads = [e for e in editor.log.events("session") if e["op"] == "load"]
@@ -135,7 +135,7 @@ def test_deny_then_cancel_a_running_command(editor: Editor) -> None:
     poll(lambda: editor.log.events("session"), 20, "the extension to open a session")
 
     wb.send_prompt("Write some notes, then wait a while.")
-    wb.answer("Allow agentd to write NOTES.txt?", "Deny")
+    wb.answer("Allow agentd to write NOTES.txt?", "Reject")
     wb.expect(wb.chat.get_by_role("region", name="Tool call: Write NOTES.txt, denied")).to_be_visible(
         timeout=10_000
     )

@@ -17,6 +17,13 @@
   const send = /** @type {HTMLButtonElement} */ (document.getElementById("send"));
   const cancel = /** @type {HTMLButtonElement} */ (document.getElementById("cancel"));
   const state = /** @type {HTMLElement} */ (document.getElementById("state"));
+  const titleBar = /** @type {HTMLElement} */ (document.getElementById("title"));
+  const approvalBox = /** @type {HTMLElement} */ (document.getElementById("approval"));
+  /** The approval on screen (approvals.ts `Card`), or null. */
+  let approval = null;
+  /** @type {ReturnType<typeof setInterval> | undefined} */
+  let countdown;
+  let stateText = "";
   /** @type {Map<string, HTMLElement>} */
   const nodes = new Map();
   /** The full text and role of each message, for `append`. @type {Map<string, {role: string, text: string}>} */
@@ -205,9 +212,87 @@
     busy = b;
     send.disabled = b;
     cancel.hidden = !b;
-    state.textContent = b ? "Working…" : "";
+    if (!b) stateText = "";
+    state.textContent = b ? stateText || "Working…" : "";
     document.body.classList.toggle("busy", b);
   }
+
+  /** The pending approval: the question, its details and one button per option of the request. */
+  function showApproval(card) {
+    approval = card;
+    if (countdown !== undefined) clearInterval(countdown);
+    countdown = undefined;
+    approvalBox.replaceChildren();
+    approvalBox.hidden = !card;
+    if (!card) return;
+    approvalBox.appendChild(el("div", "question", card.question));
+    if (card.description) approvalBox.appendChild(el("div", "description", card.description));
+    if (card.summary) {
+      const line = el("div", "summary", `${card.summary} · the proposed change is open in the diff editor `);
+      const b = el("button", "link", "Show diff");
+      b.type = "button";
+      b.addEventListener("click", () => vscode.postMessage({ type: "showApprovalDiff" }));
+      line.appendChild(b);
+      approvalBox.appendChild(line);
+    }
+    if (card.command) approvalBox.appendChild(el("pre", "command", card.command));
+    const row = el("div", "options");
+    card.options.forEach((o, i) => {
+      const b = el("button", `option kind-${o.kind}`);
+      b.type = "button";
+      b.setAttribute("aria-label", o.name);
+      b.title = `${o.name}${o.rule ? ` (adds the rule ${o.rule})` : ""} — ${o.shortcut || ""}${o.shortcut ? " or " : ""}${i + 1}`;
+      if (o.shortcut) b.setAttribute("aria-keyshortcuts", o.shortcut.replace("Ctrl", "Control"));
+      b.appendChild(el("span", "name", o.name));
+      b.appendChild(el("kbd", "", o.shortcut || String(i + 1)));
+      b.addEventListener("click", () => pick(o.optionId, "button"));
+      row.appendChild(b);
+    });
+    approvalBox.appendChild(row);
+    if (card.expiresAt) {
+      const left = el("div", "expires");
+      const tick = () => {
+        const s = Math.max(0, Math.round((card.expiresAt - Date.now()) / 1000));
+        left.textContent = `Unanswered, this is denied in ${s} s.`;
+      };
+      tick();
+      countdown = setInterval(tick, 1000);
+      approvalBox.appendChild(left);
+    }
+  }
+
+  function pick(optionId, via) {
+    if (!approval) return;
+    vscode.postMessage({ type: "approve", requestId: approval.requestId, optionId, via });
+  }
+
+  /** The first option of `kind` on the card. */
+  function pickKind(kind, via) {
+    const o = approval && approval.options.find((x) => x.kind === kind);
+    if (o) pick(o.optionId, via);
+  }
+
+  // Keys while an approval is pending: Ctrl+Enter allows once, Ctrl+Shift+Enter always, Ctrl+Backspace
+  // rejects (not while you are deleting words in a non-empty prompt), 1-9 on the card pick that option.
+  document.addEventListener("keydown", (e) => {
+    if (!approval) return;
+    const mod = e.ctrlKey || e.metaKey;
+    const typing = e.target === prompt && prompt.value !== "";
+    let kind;
+    if (mod && e.key === "Enter") kind = e.shiftKey ? "allow_always" : "allow_once";
+    else if (mod && e.key === "Backspace" && !typing) kind = "reject_once";
+    if (kind) {
+      e.preventDefault();
+      e.stopPropagation();
+      pickKind(kind, "key");
+      return;
+    }
+    const n = Number(e.key);
+    if (!mod && !e.altKey && approvalBox.contains(/** @type {Node} */ (e.target)) && n >= 1 && n <= approval.options.length) {
+      e.preventDefault();
+      pick(approval.options[n - 1].optionId, "key");
+    }
+  }, true);
 
   window.addEventListener("message", (event) => {
     const msg = event.data;
@@ -236,6 +321,14 @@
       setBusy(msg.busy);
     } else if (msg.type === "focus") {
       prompt.focus();
+    } else if (msg.type === "approval") {
+      stickToBottom(() => showApproval(msg.card));
+    } else if (msg.type === "title") {
+      titleBar.textContent = msg.title;
+      titleBar.hidden = !msg.title;
+    } else if (msg.type === "state") {
+      stateText = msg.text;
+      if (busy) state.textContent = stateText || "Working…";
     }
   });
 
@@ -251,7 +344,7 @@
     submit();
   });
   prompt.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    if (e.key === "Enter" && !e.shiftKey && !e.ctrlKey && !e.metaKey && !e.isComposing) {
       e.preventDefault();
       submit();
     }
