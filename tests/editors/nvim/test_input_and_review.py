@@ -5,6 +5,7 @@ daemon and the Messages-API emulator (`drivers/steps.lua`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -219,3 +220,61 @@ def test_reject_from_the_diff_window_and_the_select_fallback(
         )
     ]  # fmt: skip
     assert out["snaps"]["end"]["approval"] is None
+
+
+def test_the_window_offers_the_options_the_request_carries_and_escapes_hidden_characters(
+    nvim_bin: str, tmp_path: Path
+) -> None:
+    """Issue 14 part 4, client side: the approval window's keys come from the options agentd sends (here the
+    command-prefix "always" of PROTOCOL.md §6.10 and a sixth option no client knows), never a fixed list;
+    and, H20, a bidi control in the command is shown escaped, not obeyed."""
+    from agentd.protocol.approvals import permission_options
+
+    options = [*permission_options("run_command", prefix="npm test")]
+    options.append({"optionId": "allow_sandboxed", "name": "Allow once in the sandbox", "kind": "allow_once"})
+    params = {
+        "sessionId": "sess_x",
+        "toolCall": {
+            "toolCallId": "toolu_1",
+            "title": "Run `npm test`",
+            "kind": "execute",
+            "status": "pending",
+            "content": [
+                {"type": "content", "content": {"type": "text", "text": "$ npm test\u202e #\n(cwd /ws)"}}
+            ],
+        },
+        "options": options,
+        "_meta": {"agentd": {"title": "Run `npm test`", "description": "Run a shell command in /ws"}},
+    }
+    lua = (
+        f"local params = vim.json.decode({json.dumps(json.dumps(params))})\n"
+        "local review = require('agentd.review')\n"
+        "local keys = {}\n"
+        "for _, k in ipairs(review.keymap(params.options)) do\n"
+        "  keys[#keys + 1] = { k.option.optionId, table.concat(k.keys, ' ') }\n"
+        "end\n"
+        "return { lines = review.render(params, '/ws'), keys = keys, footer = review.footer(params.options) }"
+    )
+    out = Nvim(nvim_bin, tmp_path).run("steps", AGENTD_STEPS=[{"lua": lua, "as": "v"}])["values"]["v"]
+    assert out["keys"] == [
+        ["allow_once", "a 1"],
+        ["allow_always_prefix", "A 2"],
+        ["reject_once", "r 3"],
+        ["reject_always", "R 4"],
+        ["allow_sandboxed", "5"],
+    ]
+    assert out["lines"] == [
+        "Run `npm test`",
+        "Run a shell command in /ws",
+        "",
+        "  [a] Allow once",
+        "  [A] Always allow `npm test` commands in this session",
+        "  [r] Reject",
+        "  [R] Always reject run_command in this session",
+        "  [5] Allow once in the sandbox",
+        "  [s] choose from a list · [q] reject · scroll as in any window",
+        "",
+        "$ npm test\\u202e #",
+        "(cwd /ws)",
+    ]
+    assert out["footer"] == " a allow · A always · r reject · R never · s list · q reject "

@@ -6,9 +6,11 @@
 --- its letter (`a` allow_once, `A` allow_always, `r` reject_once, `R` reject_always) and every option its
 --- number (`1`-`9`), so an option added later (the command-prefix "always") needs no change here. `s` asks
 --- with `vim.ui.select` instead, `q`/`<Esc>` reject once (as dismissing the select does). Closing the
---- window any other way falls back to `vim.ui.select`. Texts are shown as the server sent them.
+--- window any other way falls back to `vim.ui.select`. Every line has its bidi controls and invisible
+--- characters escaped (`agentd.visible`, H20), so a command cannot look like another.
 local diff = require('agentd.diff')
 local util = require('agentd.util')
+local visible = require('agentd.visible').visible
 
 local M = {}
 
@@ -82,6 +84,9 @@ function M.render(params, root)
   if not shown and tc.rawInput ~= nil then
     add(vim.inspect(tc.rawInput))
   end
+  for i, l in ipairs(lines) do
+    lines[i] = visible(l, true)
+  end
   return lines, groups
 end
 
@@ -142,7 +147,7 @@ function M.open(item, root, on_pick, on_select)
   vim.bo[b].filetype = 'agentd_approval'
   local width, height = size(lines)
   local prev = api.nvim_get_current_win()
-  local title = (' agentd approval · %s '):format(util.fit(meta_of(params).title or '?', width - 24))
+  local title = (' agentd approval · %s '):format(util.fit(visible(meta_of(params).title or '?', true), width - 24))
   local w = api.nvim_open_win(b, true, {
     relative = 'editor',
     row = math.max(0, math.floor((vim.o.lines - height) / 2) - 2),
