@@ -59,8 +59,8 @@ function M.stat(content)
 end
 
 --- The unified diff of one diff item, every hunk (3 lines of context), headers relative to `root`
---- (`--- a/src/app.py`, `+++ b/src/app.py`; a new file is `--- /dev/null`), and each line's highlight
---- group (false: none).
+--- (`--- a/src/app.py`, `+++ b/src/app.py`; a new file is `--- /dev/null`; a path outside the workspace
+--- is shown whole), and each line's highlight group (false: none).
 ---@param c table a diff item
 ---@param root string? workspace root
 ---@return string[] lines, (string|false)[] groups
@@ -69,9 +69,11 @@ function M.unified(c, root)
   local new = type(c.newText) == 'string' and c.newText or ''
   local rel = util.relpath(c.path, root)
   local body = text_diff()(old, new, { result_type = 'unified', ctxlen = 3 }) or ''
+  -- git's `a/` and `b/` only for a path in the workspace; one outside it stays as it is (`/etc/x`, `~/x`)
+  local inside = rel:sub(1, 1) ~= '/' and rel:sub(1, 1) ~= '~'
   local lines = {
-    type(c.oldText) ~= 'string' and '--- /dev/null' or '--- a/' .. rel,
-    '+++ b/' .. rel,
+    type(c.oldText) ~= 'string' and '--- /dev/null' or '--- ' .. (inside and 'a/' or '') .. rel,
+    '+++ ' .. (inside and 'b/' or '') .. rel,
   }
   local groups = { 'AgentdDiffFile', 'AgentdDiffFile' }
   for _, l in ipairs(vim.split(body, '\n', { plain = true, trimempty = true })) do
