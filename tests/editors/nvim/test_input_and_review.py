@@ -147,7 +147,8 @@ def test_input_area_diff_approval_keys_expanded_output_and_retry(
     # the command: its line and working directory, answered with a number key
     cmd = snaps["command"]["approval"]
     assert cmd["lines"][0] == f"Run `{COMMAND}`"
-    assert cmd["lines"][3:5] == ["  [a] Allow once", "  [A] Always allow run_command in this session"]
+    # "always" for a command is its prefix (issue 12's rule, the option of PROTOCOL.md §6.10), shown as sent
+    assert cmd["lines"][3:5] == ["  [a] Allow once", "  [A] Always allow `printf` commands in this session"]
     assert cmd["lines"][-2:] == [f"$ {COMMAND}", "(cwd <ws>)"]
 
     # after the turn: the file changed (allow once), the command ran (key 1 = the first option, allow once)
@@ -214,7 +215,7 @@ def test_reject_from_the_diff_window_and_the_select_fallback(
     assert [(s["kind"], s["items"], s["picked"]) for s in out["selects"]] == [
         (
             "agentd.approval",
-            ["Allow once", "Always allow run_command in this session", "Reject",
+            ["Allow once", "Always allow `true` commands in this session", "Reject",
              "Always reject run_command in this session"],
             "Allow once",
         )

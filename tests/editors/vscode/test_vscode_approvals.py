@@ -1,12 +1,11 @@
 """Issue 14, VS Code: approvals in the chat panel beside a diff the user can scroll, not a modal over it.
 The edit is allowed with the keyboard from the diff editor after scrolling it to the end, a write is denied
 with the panel's button, a command is allowed with a key inside the panel; the panel shows exactly the
-options agentd sent; the command finds `python` on the login shell's PATH (inside code-server the editor's
-own PATH has none, and here a later entry); a long command title wraps instead of widening the panel; a retry is shown."""
+options agentd sent; the command runs with the login shell's PATH first (inside code-server `python` was not
+found: the editor's own PATH lacked what the shell's start-up adds); a long command title wraps instead of widening the panel; a retry is shown."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from tests.editors.vscode.conftest import Editor
@@ -14,9 +13,12 @@ from tests.editors.vscode.harness import Workbench, poll
 
 OLD = '"""Base exception for all IDNA-encoding related problems"""'
 NEW = '"""Base exception for all IDNA-encoding related problems."""'
-# `python` is on the login shell's PATH (and, later, in the test venv on the editor's own PATH): the command
-# prints which one it found. A long line: its card title must wrap inside the panel.
-COMMAND = "command -v python && python -c 'print(42)'  # " + "a long comment that makes the title wide " * 4
+# The command prints the PATH it runs with: the login shell's entries come first (the stand-in login shell
+# adds a bin dir the editor's own PATH lacks). A long line: its card title must wrap inside the panel.
+COMMAND = (
+    "printf 'PATH=%s\\n' \"$PATH\" && python3 -c 'print(42)'  # "
+    + "a long comment that makes the title wide " * 4
+)
 
 
 def _tool(name: str, **args: Any) -> dict[str, Any]:
@@ -104,8 +106,9 @@ def test_in_panel_approval_with_its_diff_allow_and_deny(editor: Editor) -> None:
     ]
     run = next(u for u in done if u["toolCallId"] == "toolu_emu_4_1")
     assert run["status"] == "completed" and run["rawOutput"]["exitCode"] == 0
-    found = json.dumps(run["content"])
-    assert "login-bin/python" in found and "42" in found, found
+    output = run["content"][0]["content"]["text"]
+    assert output.startswith("PATH=") and output.split("=", 1)[1].split(":")[0].endswith("login-bin"), output
+    assert "42" in output
     shell = editor.log.events("shell_path")[-1]
     assert shell["error"] is None and shell["path"].split(":")[0].endswith("login-bin")
 

@@ -68,7 +68,10 @@ def test_real_project_turn_approvals_resume_and_restart(editor: Editor) -> None:
     ).to_be_visible()
     screenshot(editor.page, "vscode-approval")
     wb.answer(edit_question, "Allow once")
-    wb.answer(f"Allow agentd to run “{TEST_CMD}”?", "Always allow run_command in this session")
+    # "always" for a command is its prefix (PROTOCOL.md §6.10), shown as agentd names it
+    wb.answer(
+        f"Allow agentd to run “{TEST_CMD}”?", "Always allow `python3 -m unittest` commands in this session"
+    )
 
     wb.expect(wb.chat.get_by_text("now ends with a full stop")).to_be_visible(timeout=20_000)
     for item in PLAN:
@@ -79,7 +82,7 @@ def test_real_project_turn_approvals_resume_and_restart(editor: Editor) -> None:
     turn_s = time.monotonic() - t0
 
     assert [(e["toolCallId"], e["optionId"]) for e in editor.log.events("approval")] == [
-        ("toolu_emu_3_1", "allow_once"), ("toolu_emu_4_1", "allow_always")]  # fmt: skip
+        ("toolu_emu_3_1", "allow_once"), ("toolu_emu_4_1", "allow_always_prefix")]  # fmt: skip
     core = editor.workspace / "idna" / "core.py"
     edits = [(e["label"], e["applied"], e["saved"]) for e in editor.log.events("applyEdit")]
     evidence = editor.server.client_log(r"textDocument/did|workspace/applyEdit|Edit idna")
