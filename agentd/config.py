@@ -172,6 +172,7 @@ class MCPSettings(_Section):
 class OpenAISettings(_Section):
     temperature: float | None = None
     seed: int | None = None
+    reminder_role: Literal["system", "user"] = Field("system", alias="reminderRole")
 
 
 class Settings(_Section):
@@ -204,9 +205,11 @@ class Settings(_Section):
         """`context.window_tokens`, else the model table's window (`model_window`, tokens)."""
         return self.context.window_tokens or model_window
 
-    def compress_threshold(self, model_window: int) -> int:
-        """`context.compress_threshold_tokens`, else 80 % of the window (CONTRACTS.md §7)."""
-        return self.context.compress_threshold_tokens or int(self.window_tokens(model_window) * 0.8)
+    def compress_threshold(self, window: int) -> int:
+        """`context.compress_threshold_tokens` (never above `window`), else 80 % of `window`, the session's
+        window in tokens (`SessionParts.model_window`: configured, tabled or served; CONTRACTS.md §7)."""
+        configured = self.context.compress_threshold_tokens
+        return min(configured, window) if configured else int(window * 0.8)
 
 
 WORKSPACE_FORBIDDEN = ("provider", "base_url", "api_key_env", "mcp")

@@ -114,3 +114,16 @@ class MissingCredentials(ProviderError):
     """No API key in the environment variable the config names (exit 2 for `agentd run`)."""
 
     exit_code = 2
+
+
+class ContextExceeded(ProviderError):
+    """The provider refused the request because the prompt does not fit its context window (issue 17): HTTP 400/413
+    with "exceeds the available context size" (llama.cpp), `context_length_exceeded` / "maximum context length"
+    (OpenAI, vLLM), "prompt is too long" (Anthropic). `window_tokens` is the window the error states, if any.
+    The loop answers it once per request by compressing the history to fit, then retries."""
+
+    def __init__(
+        self, message: str, *, provider: str, http_status: int | None, window_tokens: int | None
+    ) -> None:
+        super().__init__(message, provider=provider, reason="bad_request", http_status=http_status)
+        self.window_tokens = window_tokens

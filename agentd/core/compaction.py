@@ -70,10 +70,10 @@ def _result_text(block: dict[str, Any]) -> str:
         )
     else:
         text = str(content or "")
-    if len(text) > TOOL_RESULT_FLATTEN_CHARS:
+    if len(text) > TOOL_RESULT_FLATTEN_CHARS:  # a stub that states the size first (issue 17)
         text = (
-            text[:TOOL_RESULT_FLATTEN_CHARS]
-            + f" [... {len(text) - TOOL_RESULT_FLATTEN_CHARS} more characters]"
+            f"[{len(text)} characters; the first {TOOL_RESULT_FLATTEN_CHARS}:] "
+            + text[:TOOL_RESULT_FLATTEN_CHARS]
         )
     return text
 
@@ -107,9 +107,11 @@ def summary_request(
     max_tokens: int,
     prompt_caching: bool = True,
     cache_ttl: TTL = "1h",
+    max_chars: int = 0,
 ) -> ModelRequest:
     """The one extra request: the session's exact tools and system (so it reads their cache), one user
-    message = instruction + blank line + flattened old messages. `tool_choice` is left unset.
+    message = instruction + blank line + flattened old messages (only their last `max_chars` characters when
+    `max_chars` is set). `tool_choice` is left unset.
     `cache_ttl`: the TTL of its one breakpoint, on the stable prefix (`Context.stable_prefix_ttl()`)."""
     sys_blocks = [dict(b) for b in system]
     tool_defs = [dict(t) for t in tools]
@@ -117,7 +119,13 @@ def summary_request(
         sys_blocks[-1]["cache_control"] = cache_control(cache_ttl)
     elif prompt_caching and tool_defs:  # as Context.to_request: without a system the last tool is the anchor
         tool_defs[-1]["cache_control"] = cache_control(cache_ttl)
-    text = SUMMARY_INSTRUCTION + "\n\n" + flatten(old)
+    transcript = flatten(old)
+    if max_chars and len(transcript) > max_chars:  # the summary request must fit the window too (issue 17)
+        omitted = len(transcript) - max_chars
+        transcript = (
+            f"[the first {omitted} characters of the transcript are omitted]\n" + transcript[omitted:]
+        )
+    text = SUMMARY_INSTRUCTION + "\n\n" + transcript
     return ModelRequest(
         model=model,
         system=sys_blocks,
@@ -146,7 +154,7 @@ def rebuild(messages: list[Message], cut: int, summary: str, carry_over: str | N
     """`[user: "[Summary of earlier conversation]\\n<summary>" + carry-over]`, then the ack only when
     the kept part starts with a user message (CONTRACTS.md §7, §11)."""
     text = SUMMARY_PREFIX + (summary or "(no summary was produced)") + (carry_over or "")
-    ack = None
-    if messages[cut]["role"] == "user":
+    ack = None  # nothing kept (a history compressed whole to fit the window): the summary alone
+    if cut < len(messages) and messages[cut]["role"] == "user":
         ack = {"role": "assistant", "content": [{"type": "text", "text": ACK_TEXT}]}
     return Rebuilt(cut=cut, summary={"role": "user", "content": [{"type": "text", "text": text}]}, ack=ack)

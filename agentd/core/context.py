@@ -145,6 +145,28 @@ class Context:
                 str(b.get("id")) for b in msg["content"] if b.get("type") == "tool_use"
             )
 
+    def withdraw(self, blocks: list[Block]) -> bool:
+        """Take a prompt's `blocks` back out of the last (user) message: a failed turn that the model never
+        answered leaves the history as it was before the prompt (issue 17). The message goes when nothing
+        else is left in it. Returns False (nothing changed) when they are not the tail of the last message."""
+        last = self._messages[-1] if self._messages else None
+        n = len(blocks)
+        if last is None or last["role"] != "user" or not n or last["content"][-n:] != blocks:
+            return False
+        rest = last["content"][:-n]
+        if rest:
+            self._messages[-1] = {"role": "user", "content": rest}
+        else:
+            self._messages.pop()
+        self._nblocks -= n
+        self._known_upto = min(self._known_upto, self._nblocks)
+        return True
+
+    @property
+    def static_tokens(self) -> int:
+        """Estimated tokens of the tools and system of the last request built (0 before the first)."""
+        return self._static_tokens
+
     def tool_use_ids(self) -> set[str]:
         """Every tool_use id stored so far, those replaced by a summary included (so a new reply never
         reuses one; `unique_tool_use_ids`). The live set: read-only for the caller."""

@@ -15,11 +15,12 @@ import logging
 from typing import Any
 
 from agentd import failpoints
-from agentd.core import compaction
+from agentd.core import compaction, fit
 from agentd.core.replies import cut_note, repeat_text, unique_tool_use_ids
 from agentd.core.session import Session, new_message_id
 from agentd.core.validate import validate_messages, validate_request
-from agentd.errors import AgentdError, ProviderError
+from agentd.core.window import learn_window
+from agentd.errors import AgentdError, ContextExceeded, ProviderError
 from agentd.log import failure_reason
 from agentd.permissions.gate import Decision, denial_text
 from agentd.protocol import updates
@@ -53,6 +54,7 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
     """Run one turn to its stop reason (see Session.prompt). Cancellation returns `cancelled` with the
     history valid and persisted (PROTOCOL.md §12.2)."""
     s.state = "running"
+    await learn_window(s.p)  # the window the server serves, asked once (issue 17)
     prompt_blocks = scrub_surrogates(prompt_blocks)  # e.g. undecodable bytes on argv (H19)
     synthetic = s.synthetic_results()
     notes = list(s.pending_notes)
@@ -71,11 +73,13 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
         s.p.store.append("title", {"title": s.title})
     s.update_meta()  # a crash in this turn still leaves the title and turn count in meta.json
     stop = "max_turn_requests"
+    answered = False  # did the model answer any of this prompt (a reply stored)?
     try:
         for _ in range(s.p.settings.max_turn_requests):
             await _maybe_compress(s)
-            response, message_id = await _request(s)
+            response, message_id = await _fitted_request(s)
             stored, repeats = _store_reply(s, response, message_id)
+            answered = answered or bool(stored)
             tool_uses = [b for b in stored if b.get("type") == "tool_use"]
             if tool_uses:
                 await _run_tools(s, tool_uses, repeats)
@@ -85,6 +89,10 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
     except asyncio.CancelledError:
         _cancelled(s)
         stop = "cancelled"
+    except Exception as exc:
+        s.state = "idle"
+        _failed(s, prompt_id, prompt_blocks, answered, exc)
+        raise
     finally:
         s.state = "idle"
         try:
@@ -93,6 +101,52 @@ async def run_turn(s: Session, prompt_blocks: list[dict[str, Any]]) -> str:
             log.warning("session %s: meta.json not updated: %s", s.id, exc.message)
     s.p.hooks.on_turn_end(stop)
     return stop
+
+
+async def _fitted_request(s: Session) -> tuple[ModelResponse, str]:
+    """One request that fits the window (issue 17): the history is compressed first when the estimate says it
+    would not fit; a provider's `ContextExceeded` compresses once more and the request is retried once."""
+    if not fit.fits(s):
+        await _room(s, None)
+    try:
+        return await _request(s)
+    except ContextExceeded as exc:
+        log.warning("the request did not fit the window: %s", exc.message)
+        if not await _room(s, exc):
+            raise
+        return await _request(s)
+
+
+async def _room(s: Session, exc: ContextExceeded | None) -> bool:
+    try:
+        return await fit.make_room(s, exc)
+    except ProviderError as err:  # the summary request failed too: the original error says more
+        log.warning("compression to fit the window failed: %s", err.message)
+        return False
+
+
+def _failed(
+    s: Session, prompt_id: str, prompt_blocks: list[dict[str, Any]], answered: bool, exc: Exception
+) -> None:
+    """A turn that failed (issue 17 part 4): unanswered, the prompt is withdrawn from the history (a
+    `withdrawn` record; replay does the same), so the next prompt does not repeat it; answered in part, the
+    history keeps the prompt and the model gets a note that the turn stopped there."""
+    reason = exc.message if isinstance(exc, AgentdError) else f"{type(exc).__name__}: {exc}"
+    try:
+        if not answered:
+            if s.p.context.withdraw(prompt_blocks):
+                s.p.store.append("withdrawn", {"messageId": prompt_id, "reason": reason})
+            return
+        note = {"type": "text", "text": failed_note(reason)}
+        s.persist_message({"role": "user", "content": [note]}, new_message_id())
+        s.p.context.add_user([note])
+    except AgentdError as err:  # never hide the turn's error behind a storage one
+        log.warning("session %s: the failed turn could not be recorded: %s", s.id, err.message)
+
+
+def failed_note(reason: str) -> str:
+    """The note the model gets after a turn that stopped on an error (issue 17 part 4)."""
+    return f"[agentd: the previous turn stopped before it was finished: {reason}]"
 
 
 def _audit_interrupted(s: Session, synthetic: list[dict[str, Any]]) -> None:
@@ -134,7 +188,11 @@ def _build(s: Session) -> ModelRequest:
         tools=s.p.tool_defs,
         max_tokens=s.p.settings.max_output_tokens,
     )
-    request.messages = s.p.hooks.before_model(request.messages)
+    plain = request.messages
+    request.messages = s.p.hooks.before_model(plain)
+    if request.messages is not plain and plain and request.messages:  # how many blocks the reminder added
+        added = len(request.messages[-1]["content"]) - len(plain[-1]["content"])
+        request.reminder_blocks = max(0, added)
     err = validate_request(request.body())
     if err:
         raise InvalidHistory(
@@ -208,6 +266,7 @@ def _store_reply(
     blocks = [b for b in response.content if not (b.get("type") == "tool_use" and b.get("id") in cut)]
     ctx = s.p.context
     blocks, renames = unique_tool_use_ids(blocks, ctx.tool_use_ids())
+    s.invalid_inputs.update(response.invalid_tool_inputs)  # malformed calls written as text (issue 17)
     blocks = _valid_unicode(s, blocks)
     runs = any(b.get("type") == "tool_use" for b in blocks)
     stored = ctx.add_assistant(blocks, response.extra or None)
@@ -264,7 +323,7 @@ async def _maybe_compress(s: Session) -> None:
         log.warning("compression skipped: the summary request failed: %s", exc.message)
 
 
-async def compress(s: Session, *, force: bool = False) -> bool:
+async def compress(s: Session, *, force: bool = False, cut: int | None = None) -> bool:
     """Compress the active history (CONTRACTS.md §7): when the estimate reaches the threshold, or at once
     with `force` (agentd/session/compact). Returns True when the history was replaced.
 
@@ -280,9 +339,10 @@ async def compress(s: Session, *, force: bool = False) -> bool:
     ):
         return False
     history = ctx.messages
-    cut = compaction.find_cut(history, cfg.keep_recent_messages)
+    cut = cut if cut is not None else compaction.find_cut(history, cfg.keep_recent_messages)
     if cut is None or compaction.only_summary(history[:cut]):
         return False
+    room = s.p.model_window - cfg.summary_max_tokens - ctx.static_tokens  # the summary request must fit
     request = compaction.summary_request(
         history[:cut],
         model=s.p.provider.model,
@@ -291,6 +351,7 @@ async def compress(s: Session, *, force: bool = False) -> bool:
         max_tokens=cfg.summary_max_tokens,
         prompt_caching=s.p.settings.prompt_caching,
         cache_ttl=ctx.stable_prefix_ttl(),
+        max_chars=max(2000, room * 2),
     )
     err = validate_request(request.body())
     if err:
@@ -356,8 +417,9 @@ def _finish(
     output_blob = None
     if len(full.encode("utf-8")) >= s.p.settings.store.blob_min_bytes:  # C07: the whole output stays on disk
         output_blob = s.p.store.write_blob(full.encode("utf-8"))
-    # what the model sees: at most about a quarter of the context window (4 bytes a token), size stated
-    out.content = model_text(full, max_bytes=max(8192, s.p.model_window))
+    # what the model sees: at most a quarter of the window in bytes, and in pessimistic tokens (issue 17)
+    cap = fit.tool_output_bytes(full, s.p.model_window)
+    out.content = model_text(full, max_bytes=min(max(8192, s.p.model_window), cap or 1 << 62))
     block = _result(tid, out.content, out.is_error)
     if out.images:  # an MCP tool's pictures follow its text (the OpenAI provider turns them into text)
         block["content"] = [{"type": "text", "text": out.content or "(image)"}, *out.images]

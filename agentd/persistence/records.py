@@ -34,6 +34,7 @@ KINDS = frozenset(
         "usage",  # one per model request
         "compaction",  # which messages the active context replaces (nothing is deleted)
         "instructions",  # a reload of the project instructions (files and exact text)
+        "withdrawn",  # a failed turn's unanswered prompt, taken back out of the active context (issue 17)
     }
 )
 

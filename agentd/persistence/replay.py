@@ -10,6 +10,7 @@ Must not import pygls, lsprotocol, acp or adapters.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,7 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
     measured: Usage | None = None  # the last response's usage, applied once its reply is in the Context
     last_todos: list[dict[str, Any]] | None = None
     cut: dict[str, str] | None = None  # tool_uses of the last reply cut off at max_tokens (H3)
+    prompts: dict[str, list[dict[str, Any]]] = {}  # the last prompt's blocks by messageId (for `withdrawn`)
     for rec in records:
         kind = rec.get("kind")
         if kind == "message":
@@ -96,6 +98,7 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
                 _apply_usage(ctx, measured)  # the reply of that request was empty
                 measured = None
                 msg = {**msg, "content": ids.user(msg["content"])}
+                prompts = {rec.get("messageId", ""): copy.deepcopy(msg["content"])}
                 ctx.add_user(msg["content"], adopt=True)
                 rounds.user(msg)
                 cut = None
@@ -115,6 +118,8 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
         elif kind == "usage":
             measured = Usage.from_json(rec.get("usage") or {})
             session.totals.add(measured, rec.get("model", ""))
+        elif kind == "withdrawn":  # a failed turn's unanswered prompt (issue 17)
+            ctx.withdraw(prompts.get(rec.get("messageId", ""), []))
         elif kind == "compaction":
             measured = None  # that usage was the summary request's
             ctx.replace_prefix(rec["replaced"], rec["summary"], rec.get("ack"))

@@ -26,11 +26,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any, cast
 
 from agentd.clock import Clock, SystemClock
-from agentd.errors import ProviderError
+from agentd.errors import ContextExceeded, ProviderError
 from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
 from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 
@@ -130,12 +131,33 @@ def provider_error_for_status(
             retryable=True,
             retry_after_s=retry_after_s(headers),
         )
-    return ProviderError(
-        f"{service} rejected the request (HTTP {status}){detail}",
-        provider=provider,
-        reason="bad_request",
-        http_status=status,
+    text = f"{service} rejected the request (HTTP {status}){detail}"
+    if status in (400, 413) and is_context_exceeded(message, error_type):
+        return ContextExceeded(
+            text, provider=provider, http_status=status, window_tokens=stated_window(message)
+        )
+    return ProviderError(text, provider=provider, reason="bad_request", http_status=status)
+
+
+_EXCEEDED = re.compile(
+    r"exceeds? the (?:available )?context|context[_ ]length[_ ]exceeded|maximum context length|prompt is too long|"
+    r"context window|too many tokens|input is too long",
+    re.I,
+)
+_STATED = re.compile(r"(?:maximum context length is|context size of|n_ctx\W+|> )\s*(\d{3,})", re.I)
+
+
+def is_context_exceeded(message: str, error_type: str | None = None) -> bool:
+    """Whether a 400/413 error text (or its type) says the prompt does not fit the model's window (issue 17)."""
+    return error_type in ("exceed_context_size_error", "context_length_exceeded") or bool(
+        _EXCEEDED.search(message)
     )
+
+
+def stated_window(message: str) -> int | None:
+    """The window in tokens an error text states ("maximum context length is 4096 tokens", "> 200000 maximum")."""
+    m = _STATED.search(message)
+    return int(m.group(1)) if m else None
 
 
 LOCAL_REFUSED_ATTEMPTS = 2  # a refused connection on this machine is retried once, not for a minute (H11)

@@ -95,6 +95,9 @@ class ModelRequest:
     `system`: list of text blocks (may carry `cache_control`); `tools`: tool definitions
     (`{"name", "description", "input_schema"}`, maybe `cache_control`); `messages`: the history plus
     request-only blocks; `max_tokens`: output cap in tokens. `purpose` is "turn" or "summary" (logging only).
+    `reminder_blocks`: how many trailing text blocks of the final user message are request-only reminders
+    (CONTRACTS.md §3); the Messages API gets them there, the OpenAI-compatible provider as a system message at
+    the tail of the request (issue 17).
     """
 
     model: str
@@ -103,6 +106,7 @@ class ModelRequest:
     messages: list[dict[str, Any]]
     max_tokens: int
     purpose: Literal["turn", "summary"] = "turn"
+    reminder_blocks: int = 0
 
     def body(self) -> dict[str, Any]:
         """The Messages API body (without `stream`), keys in a fixed order."""
@@ -124,6 +128,8 @@ class ModelResponse:
     tool_use blocks whose JSON was cut off (stop_reason `max_tokens`), which must never run, and
     `truncated_tool_names` their tool names by id (the model is told which call did not run; issue 9 H3).
     `extra`: provider-specific fields to keep on the stored message (e.g. `reasoning_content`).
+    `invalid_tool_inputs`: tool_use id -> the error text the model gets instead of a run (a malformed call the
+    provider recovered from text, `agentd.providers.text_calls`); the loop answers those without running them.
     """
 
     id: str
@@ -134,6 +140,7 @@ class ModelResponse:
     truncated_tool_use_ids: list[str] = field(default_factory=list)
     truncated_tool_names: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    invalid_tool_inputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

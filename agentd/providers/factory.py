@@ -110,6 +110,7 @@ def make_provider(
         clock,
         temperature=_option(openai_options, "temperature"),
         seed=_option(openai_options, "seed"),
+        reminder_role=_option(openai_options, "reminder_role") or "system",
         api_key_env=key_env,
         pool=pool,
         **timeouts,

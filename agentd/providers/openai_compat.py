@@ -41,14 +41,13 @@ import asyncio
 import itertools
 import json
 import logging
-import re
 import secrets
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any, cast
 from urllib.parse import urlparse
 
 from agentd.clock import Clock, SystemClock
-from agentd.errors import ProviderError
+from agentd.errors import ContextExceeded, ProviderError
 from agentd.providers.anthropic import (
     READ_TIMEOUT_S,
     REQUEST_TIMEOUT_S,
@@ -61,6 +60,13 @@ from agentd.providers.anthropic import (
 )
 from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
 from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
+from agentd.providers.text_calls import (
+    MAX_MALFORMED_ROUNDS,
+    TextCall,
+    hold_point,
+    malformed_rounds,
+    recover_calls,
+)
 
 log = logging.getLogger("agentd.providers.openai")
 
@@ -73,7 +79,6 @@ FINISH_REASONS = {
     "content_filter": "refusal",
 }
 INVALID_JSON_KEY = "_invalid_json"
-_FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(?P<body>.*?)\n?```\Z", re.S)
 
 
 # ---------------------------------------------------------------- usage
@@ -186,24 +191,38 @@ def _assistant_message(message: Mapping[str, Any], blocks: list[dict[str, Any]])
     return out
 
 
-def to_chat_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def to_chat_messages(
+    system: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    reminder_blocks: int = 0,
+    reminder_role: str = "system",
+) -> list[dict[str, Any]]:
     """Anthropic-form system blocks and history -> chat messages.
 
     System text blocks -> one `system` message. A user message -> one `tool` message per tool_result (first, in
     order; `is_error` results start with "Error: "), then one `user` message with its text (and images). An
     assistant message -> `content` (text, "" when none) + `tool_calls` + `reasoning_content` when stored.
-    `cache_control` is dropped with the block structure.
+    `cache_control` is dropped with the block structure. The last `reminder_blocks` text blocks of the final
+    user message (request-only reminders, CONTRACTS.md §3) become one `system` message at the very end when
+    `reminder_role` is "system" (chat models read a late system message as guidance, not as the user's words;
+    issue 17), else they stay in the user message.
     """
     out: list[dict[str, Any]] = []
     system_text = "\n\n".join(str(b.get("text")) for b in system if b.get("type") == "text" and b.get("text"))
     if system_text:
         out.append({"role": "system", "content": system_text})
-    for message in messages:
+    tail: list[dict[str, Any]] = []
+    for k, message in enumerate(messages):
         blocks = _blocks(message.get("content"))
         if message.get("role") == "assistant":
             out.append(_assistant_message(message, blocks))
-        else:
-            out.extend(_user_messages(blocks))
+            continue
+        if k == len(messages) - 1 and reminder_blocks and reminder_role == "system":
+            blocks, tail = blocks[:-reminder_blocks], blocks[-reminder_blocks:]
+        out.extend(_user_messages(blocks))
+    reminder = "\n\n".join(str(b.get("text")) for b in tail if b.get("type") == "text" and b.get("text"))
+    if reminder:
+        out.append({"role": "system", "content": reminder})
     return out
 
 
@@ -229,9 +248,13 @@ def chat_body(
     temperature: float | None = None,
     seed: int | None = None,
     max_tokens_key: str = "max_tokens",
+    reminder_role: str = "system",
 ) -> dict[str, Any]:
-    """The streamed chat-completions body of `request` (without `stream`; `stream_options.include_usage` set)."""
-    body: dict[str, Any] = {"model": model, "messages": to_chat_messages(request.system, request.messages)}
+    """The streamed chat-completions body of `request` (without `stream`; `stream_options.include_usage` set).
+    `reminder_role`: where request-only reminders go ("system": a system message at the tail; "user": in the
+    final user message, as the Messages API gets them)."""
+    messages = to_chat_messages(request.system, request.messages, request.reminder_blocks, reminder_role)
+    body: dict[str, Any] = {"model": model, "messages": messages}
     if request.tools:
         body["tools"] = to_chat_tools(request.tools)
     body[max_tokens_key] = request.max_tokens
@@ -247,48 +270,12 @@ def chat_body(
 
 
 def tool_calls_from_text(text: str, tool_names: Collection[str]) -> list[tuple[str, dict[str, Any]]] | None:
-    """The tool calls a `tool_calls_as_text` server wrote as content, or None when `text` is not exactly that.
-
-    Accepts one fenced ```json block or bare JSON: an object `{"name", "arguments"|"parameters"|"input"}` or a
-    list of them (arguments may be a JSON string). Every name must be in `tool_names`, else None (stays text).
-    """
-    s = text.strip()
-    fence = _FENCE.match(s)
-    if fence:
-        s = fence.group("body").strip()
-    if not s.startswith(("{", "[")):
+    """The runnable tool calls written in `text` (see `agentd.providers.text_calls`), or None when there are none
+    or any is malformed. Kept for callers that only need the happy path."""
+    found = recover_calls(text, {n: None for n in tool_names})
+    if found is None or any(c.error for c in found.calls):
         return None
-    try:
-        data = json.loads(s)
-    except ValueError:
-        return None
-    calls: list[tuple[str, dict[str, Any]]] = []
-    for item in data if isinstance(data, list) else [data]:
-        if not isinstance(item, dict) or item.get("name") not in tool_names:
-            return None
-        args: Any = next((item[k] for k in ("arguments", "parameters", "input") if k in item), {})
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except ValueError:
-                return None
-        if not isinstance(args, dict):
-            return None
-        calls.append((str(item["name"]), args))
-    return calls or None
-
-
-def _maybe_call(text: str) -> bool:
-    """Whether text seen so far could still be a whole-content tool call (then hold it back)."""
-    s = text.lstrip()
-    if not s:
-        return True
-    if s.startswith(("{", "[")):
-        return True
-    if s.startswith("```"):
-        first, newline, _ = s.partition("\n")
-        return not newline or first.strip() in ("```", "```json", "```JSON")
-    return False
+    return [(c.name, c.input) for c in found.calls]
 
 
 class ChatAccumulator:
@@ -304,11 +291,13 @@ class ChatAccumulator:
 
     def __init__(
         self,
-        tool_names: Collection[str] = (),
+        tool_names: Collection[str] | Mapping[str, Any] = (),
         next_text_call_id: Iterator[int] | None = None,
         text_call_prefix: str | None = None,
         next_gen_call_id: Iterator[int] | None = None,
         used_ids: Collection[str] = (),
+        *,
+        answer_malformed: bool = True,
     ) -> None:
         self.id = ""
         self.model = ""
@@ -318,9 +307,13 @@ class ChatAccumulator:
         self.reasoning: list[str] | None = None
         self._text: list[str] = []
         self._shown = 0  # characters of text already emitted
-        self._holding = bool(tool_names)
+        self._holding = bool(tool_names)  # streamed text that may hold a call waits for the reply's end
         self._calls: dict[int, dict[str, Any]] = {}
-        self._tool_names = tool_names
+        self._tools: Mapping[str, Any] = (
+            tool_names if isinstance(tool_names, Mapping) else {n: None for n in tool_names}
+        )
+        self._answer_malformed = answer_malformed
+        self.invalid_inputs: dict[str, str] = {}  # tool_use id -> the error the model gets instead of a run
         self._next_text_call_id = next_text_call_id or itertools.count(1)
         self._next_gen_call_id = next_gen_call_id or itertools.count(1)
         self._used_ids = set(used_ids)  # tool_use ids of the request's history: never given out again
@@ -351,10 +344,8 @@ class ChatAccumulator:
 
     def _show(self, final: bool = False) -> list[StreamEvent]:
         text = "".join(self._text)
-        if self._holding and not final and _maybe_call(text):
-            return []
-        self._holding = False
-        new, self._shown = text[self._shown :], len(text)
+        upto = len(text) if final or not self._holding else max(self._shown, hold_point(text))
+        new, self._shown = text[self._shown : upto], upto
         return [StreamEvent("text_delta", text=new)] if new else []
 
     def _tool_call_delta(self, call: Mapping[str, Any]) -> None:
@@ -374,6 +365,12 @@ class ChatAccumulator:
             state["name"] = str(function["name"])
         if function.get("arguments"):
             state["args"].append(str(function["arguments"]))
+
+    def _text_call(self, call: TextCall) -> dict[str, Any]:
+        call_id = f"call_text_{self.text_call_prefix}_{next(self._next_text_call_id)}"
+        if call.error:
+            self.invalid_inputs[call_id] = call.error
+        return {"type": "tool_use", "id": call_id, "name": call.name, "input": call.input}
 
     def finish(self) -> tuple[ModelResponse, list[StreamEvent]]:
         """The response and the events still to show: held-back text, then one `block_done` per block."""
@@ -397,18 +394,13 @@ class ChatAccumulator:
                 tool_input = {INVALID_JSON_KEY: source}
             blocks.append({"type": "tool_use", "id": call_id, "name": state["name"], "input": tool_input})
         events: list[StreamEvent] = []
-        from_text = None if self._calls else tool_calls_from_text(text, self._tool_names)
-        if from_text:
-            blocks = [
-                {
-                    "type": "tool_use",
-                    "id": f"call_text_{self.text_call_prefix}_{next(self._next_text_call_id)}",
-                    "name": name,
-                    "input": args,
-                }
-                for name, args in from_text
-            ]
-            text = ""
+        found = None if self._calls or not self._tools else recover_calls(text, self._tools)
+        if found is not None and not self._answer_malformed and any(c.error for c in found.calls):
+            found = None  # retries used up (MAX_MALFORMED_ROUNDS): the reply stays text and the turn ends
+        if found is not None:
+            blocks = [self._text_call(call) for call in found.calls]
+            text, rest = _prose_after(found.text, text[: self._shown])
+            events += [StreamEvent("text_delta", text=rest)] if rest else []
         else:
             events += self._show(final=True)
         if text.strip():
@@ -426,8 +418,18 @@ class ChatAccumulator:
             truncated_tool_use_ids=list(truncated),
             truncated_tool_names=truncated,
             extra=extra,
+            invalid_tool_inputs=dict(self.invalid_inputs),
         )
         return response, events
+
+
+def _prose_after(prose: str, shown: str) -> tuple[str, str]:
+    """The reply's text once its calls are taken out, and the part of it still to show (the streamed prefix
+    `shown` always comes before the first call, so the prose starts with it, up to whitespace)."""
+    head = shown.strip()
+    if prose.startswith(head):
+        return prose, prose[len(head) :].rstrip()
+    return (shown + "\n\n" + prose).strip(), "\n\n" + prose
 
 
 # ---------------------------------------------------------------- the provider
@@ -471,6 +473,7 @@ class OpenAICompatProvider:
         timeout_s: float = REQUEST_TIMEOUT_S,
         read_timeout_s: float = READ_TIMEOUT_S,
         pool: ClientPool | None = None,
+        reminder_role: str = "system",
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -478,12 +481,14 @@ class OpenAICompatProvider:
         self.temperature = temperature
         self.seed = seed
         self.api_key_env = api_key_env
+        self.reminder_role = reminder_role
         self._api_key = api_key
         self._timeout_s = timeout_s
         self._key = ClientKey(base_url or DEFAULT_BASE_URL, min(read_timeout_s, timeout_s), timeout_s)
         self._pool = pool or shared_pool()
         self._lease: Lease | None = None
         self._client: Any = None
+        self._served: tuple[int | None] | None = None  # the served window, once asked
         self._text_call_ids = itertools.count(1)
         self._gen_call_ids = itertools.count(1)  # for tool calls that came without an id
         self.text_call_prefix = secrets.token_hex(4)  # call_text / call_gen ids stay unique across resumes
@@ -493,6 +498,20 @@ class OpenAICompatProvider:
 
     def __repr__(self) -> str:
         return f"OpenAICompatProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def served_window(self) -> int | None:
+        """The context window the server serves this model with, in tokens (asked once; None when it does not
+        say or for api.openai.com, whose windows are in the model table). See `agentd.providers.served_window`."""
+        if self._served is None:
+            from agentd.providers.served_window import served_window
+
+            found = (
+                None
+                if is_official_openai(self.base_url)
+                else await served_window(str(self.base_url), self.model, self._api_key)
+            )
+            self._served = (found.tokens if found else None,)
+        return self._served[0]
 
     def _get_client(self) -> Any:
         """The SDK client over the pool's shared HTTP client of this configuration (built on first use)."""
@@ -510,7 +529,12 @@ class OpenAICompatProvider:
         """The chat-completions body this provider sends for `request` (without `stream`)."""
         key = "max_completion_tokens" if is_official_openai(self.base_url) else "max_tokens"
         return chat_body(
-            request, model=self.model, temperature=self.temperature, seed=self.seed, max_tokens_key=key
+            request,
+            model=self.model,
+            temperature=self.temperature,
+            seed=self.seed,
+            max_tokens_key=key,
+            reminder_role=self.reminder_role,
         )
 
     async def stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse:
@@ -523,11 +547,12 @@ class OpenAICompatProvider:
 
         client = self._get_client()
         acc = ChatAccumulator(
-            [t["name"] for t in request.tools],
+            {t["name"]: t.get("input_schema") for t in request.tools},
             self._text_call_ids,
             self.text_call_prefix,
             self._gen_call_ids,
             used_ids=history_tool_use_ids(request.messages),
+            answer_malformed=malformed_rounds(request.messages) < MAX_MALFORMED_ROUNDS,
         )
         try:
             async with asyncio.timeout(self._timeout_s):
@@ -575,6 +600,9 @@ class OpenAICompatProvider:
             headers=dict(exc.response.headers),
             api_key_env=self.api_key_env,
         )
+        if isinstance(err, ContextExceeded) and err.window_tokens is None and isinstance(body, Mapping):
+            n_ctx = body.get("n_ctx")  # llama.cpp states its window beside the message
+            err.window_tokens = n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
         log.debug("openai: HTTP %s %s", exc.status_code, err.reason)
         return err
 

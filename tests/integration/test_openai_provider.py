@@ -163,7 +163,8 @@ def test_tool_calls_from_text() -> None:
         ("read_file", {"path": "c"})
     ]
     assert tool_calls_from_text('{"name": "delete_all", "arguments": {}}', names) is None
-    assert tool_calls_from_text('Here: {"name": "read_file", "arguments": {}}', names) is None
+    # issue 17: prose around a call no longer hides it
+    assert tool_calls_from_text('Here: {"name": "read_file", "arguments": {}}', names) == [("read_file", {})]
     assert tool_calls_from_text("```python\nprint(1)\n```", names) is None
 
 

@@ -117,7 +117,7 @@ def test_flatten_is_readable_text() -> None:
         'Assistant called read_file {"path": "app.py"}\n'
         'Assistant called run_command {"command": "pytest -q"}\n'
         "Tool result: def f():\n    return 1\n"
-        "Tool error: " + "L" * 2000 + " [... 500 more characters]\n"
+        "Tool error: [2500 characters; the first 2000:] " + "L" * 2000 + "\n"
         "Assistant: Fixed: f returns 2 now.\n"
         "User: [image]"
     )

@@ -40,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "sandbox": {"mode": "auto", "network": False, "writable": [], "hide": [], "pass_env": []},
     "hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
     "workspace_hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
-    "openai": {"temperature": None, "seed": None},
+    "openai": {"temperature": None, "seed": None, "reminder_role": "system"},
     "auth_token": None,
     "mcp": {"servers": {}, "start_timeout_s": 30.0},
 }
@@ -312,6 +312,15 @@ def test_compress_threshold_defaults_to_80_percent_of_the_window() -> None:
     assert Settings.model_validate({}).window_tokens(32_768) == 32_768
     assert Settings.model_validate({}).compress_threshold(32_768) == 26_214
     windowed = Settings.model_validate({"context": {"window_tokens": 100_000}})
-    assert (windowed.window_tokens(200_000), windowed.compress_threshold(200_000)) == (100_000, 80_000)
+    # compress_threshold takes the session's window (configured, tabled or served; issue 17)
+    assert (windowed.window_tokens(200_000), windowed.compress_threshold(100_000)) == (100_000, 80_000)
+    assert seed_capped_by_window() == 4096
     seed = Settings.model_validate({"context": {"compress_threshold_tokens": 12_000}})
     assert seed.compress_threshold(200_000) == 12_000
+
+
+def seed_capped_by_window() -> int:
+    """A configured threshold never exceeds the window the session works with (issue 17: a served 4k window)."""
+    return Settings.model_validate({"context": {"compress_threshold_tokens": 12_000}}).compress_threshold(
+        4096
+    )

@@ -20,6 +20,7 @@ from agentd.adapters.lsp.bridge import SessionBridge, price_known
 from agentd.adapters.lsp.errors import RpcError, invalid_params
 from agentd.adapters.lsp.history import replay_updates
 from agentd.adapters.lsp.host import Connection, Hosted, inside
+from agentd.core.window import learn_window
 from agentd.errors import ConfigError
 from agentd.protocol import session as ps
 
@@ -114,6 +115,7 @@ async def new_session(conn: Connection, raw: Any) -> dict[str, Any]:
         raise
     hosted = Hosted(session=session, provider=provider, settings=settings, bridge=bridge)
     _attach(conn, hosted, [cwd, *extra])
+    await learn_window(session.p)  # status and usage updates report the served window from the start
     meta = session.p.store.meta
     return {
         "sessionId": session.id,
@@ -156,6 +158,7 @@ async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
             raise
         _attach(conn, hosted, [cwd, *extra])
     try:
+        await learn_window(hosted.session.p)  # the closing usage_update reports the served window (issue 17)
         await _replay(conn, hosted)
     except asyncio.CancelledError:  # $/cancelRequest for load: stop, unload, unlock, answer -32800
         await conn.unload(sid)

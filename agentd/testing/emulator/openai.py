@@ -34,7 +34,7 @@ from .validate import ApiError
 
 __all__ = ["FLAVOURS", "completion_message", "handle", "usage_for", "validate_chat_request"]
 
-COMPLETIONS, MODELS = "/v1/chat/completions", "/v1/models"
+COMPLETIONS, MODELS, PROPS = "/v1/chat/completions", "/v1/models", "/props"
 FLAVOURS = {"openai": 128, "deepseek": 64, "moonshot-legacy": 256, "none": 128}  # cache unit in tokens
 
 # HTTP faults: status -> (type, code, message); approximations of OpenAI's envelopes
@@ -167,12 +167,20 @@ def handle(core: Core, req: Request) -> tuple[Plan, dict[str, Any]]:
     core.add_entry(entry)
     if req.method == "GET" and req.path == MODELS:
         models = sorted((core.scenario.get("models") or {"emu-model": {}}).keys())
-        data = {
-            "object": "list",
-            "data": [{"id": m, "object": "model", "created": 0, "owned_by": "emulator"} for m in models],
-        }
+        entries: list[dict[str, Any]] = [
+            {"id": m, "object": "model", "created": 0, "owned_by": "emulator"} for m in models
+        ]
+        if core.scenario.get("server") == "vllm" and core.scenario.get("served_window"):
+            for m in entries:
+                m["max_model_len"] = int(core.scenario["served_window"])
+        data = {"object": "list", "data": entries}
         core.update_entry(entry, status=200)
         return Plan(200, {"content-type": "application/json"}, body=dumps(data)), entry
+    if req.method == "GET" and req.path == PROPS and core.scenario.get("server") == "llama.cpp":
+        n_ctx = int(core.scenario.get("served_window") or 4096)
+        props = {"default_generation_settings": {"n_ctx": n_ctx}, "total_slots": 1, "model_path": "emu.gguf"}
+        core.update_entry(entry, status=200)
+        return Plan(200, {"content-type": "application/json"}, body=dumps(props)), entry
     if req.method != "POST" or req.path != COMPLETIONS:
         return _fail(
             core,
@@ -198,11 +206,34 @@ def handle(core: Core, req: Request) -> tuple[Plan, dict[str, Any]]:
     if err is not None:
         core.validation_failed(entry, err)
         return _fail(core, entry, err), entry
+    too_long = _exceeds_window(core, body)
+    if too_long is not None:
+        core.update_entry(entry, context_exceeded=True)
+        return _fail(core, entry, too_long), entry
     if core.scenario.get("require_content_key"):  # llama-cpp-python: KeyError 'content' -> 500
         for msg in body["messages"]:
             if msg.get("role") == "assistant" and msg.get("tool_calls") and "content" not in msg:
                 return _fail(core, entry, ApiError(500, "internal_server_error", "'content'")), entry
     return _answer(core, req, entry, body, thinking), entry
+
+
+def _exceeds_window(core: Core, body: dict[str, Any]) -> ApiError | None:
+    """A prompt (EMU-TOK-1 tokens) plus `max_tokens` longer than the scenario's `served_window` is refused the
+    way llama.cpp's server refuses it: 400 `exceed_context_size_error` (OpenAI says `context_length_exceeded`)."""
+    window = core.scenario.get("served_window")
+    if not window:
+        return None
+    n = count_tokens(body, api="openai")
+    if n <= int(window):
+        return None
+    if core.scenario.get("server") == "llama.cpp":
+        text = "the request exceeds the available context size, try increasing it"
+        return ApiError(400, "exceed_context_size_error", text)
+    text = (
+        f"This model's maximum context length is {window} tokens. However, your messages resulted in {n} "
+        "tokens. Please reduce the length of the messages."
+    )
+    return ApiError(400, "invalid_request_error", text)
 
 
 def _answer(core: Core, req: Request, entry: dict[str, Any], body: dict[str, Any], thinking: bool) -> Plan:

@@ -45,6 +45,8 @@ SCENARIO_KEYS = frozenset(
         "cache_unit",
         "require_content_key",
         "tool_calls_as_text",
+        "served_window",
+        "server",
     }
 )
 ANSWER_KEYS = frozenset(

@@ -1,0 +1,99 @@
+"""Fitting every request into the window (issue 17: "never die of a full window").
+
+Owns: `tool_output_bytes(text, window)` (the token cap of one tool result), `output_reserve`, `fits`,
+`fit_cut` and `make_room` (compress whatever the history holds, however short, once the next request would
+not fit or the provider said it did not). Must not import pygls, lsprotocol, acp or adapters.
+
+Rules:
+- One tool result is at most `window / TOOL_OUTPUT_SHARE` tokens, counted pessimistically (`dense_tokens`: a
+  digit or a non-ASCII character may be a token of its own, as in Qwen's and most BPE vocabularies; other ASCII
+  three characters a token), so 32 KiB of CJK or hex text cannot fill a 16k window. The byte cap of
+  `tools.output_max_bytes` still applies; the result keeps head and tail with the size stated.
+- A request fits when the estimated context plus the reply's reserve (`max_output_tokens`, at most a quarter
+  of the window) is within the window. Before a request that would not fit, the history is compressed with
+  the threshold rule's machinery but a shorter kept tail: the last round alone (the last user message and the
+  assistant message whose tool_uses it answers) when that is at most half the window, else nothing is kept
+  and the summary replaces the whole history (its tool results appear as stubs that state their size first).
+- A `ContextExceeded` error from any provider does the same once for that request, after lowering the
+  window to what the error states (else below the estimate that was refused), then the request is retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agentd.core.tokens import estimate_messages
+from agentd.errors import ContextExceeded
+
+log = logging.getLogger("agentd.fit")
+
+TOOL_OUTPUT_SHARE = 4
+OUTPUT_SHARE = 4
+
+
+def dense_tokens(text: str) -> int:
+    """A pessimistic token count of `text`: digits and non-ASCII characters one token each, the rest 1 per 3."""
+    dense = sum(1 for ch in text if ch.isdigit() or ord(ch) > 127)
+    return dense + (len(text) - dense + 2) // 3
+
+
+def tool_output_bytes(text: str, window: int) -> int:
+    """The byte cap that keeps `text` within `window / TOOL_OUTPUT_SHARE` pessimistic tokens (0: no cap needed)."""
+    budget = max(256, window // TOOL_OUTPUT_SHARE)
+    tokens = dense_tokens(text)
+    if tokens <= budget:
+        return 0
+    size = len(text.encode("utf-8"))
+    return max(1024, int(size * budget / tokens))
+
+
+def output_reserve(max_output_tokens: int, window: int) -> int:
+    """Tokens kept free for the reply: `max_output_tokens`, at most a quarter of the window."""
+    return min(max_output_tokens, window // OUTPUT_SHARE)
+
+
+def fits(s: Any) -> bool:
+    """Whether the next request of session `s` is estimated to fit its window."""
+    need = s.p.context.estimated_tokens() + output_reserve(s.p.settings.max_output_tokens, s.p.model_window)
+    return need <= s.p.model_window
+
+
+def _last_round(messages: list[dict[str, Any]]) -> int:
+    """Index of the first message of the last round: the last message, or the assistant message before it
+    when the last message answers its tool_uses."""
+    last = len(messages) - 1
+    if last > 0 and any(b.get("type") == "tool_result" for b in messages[last]["content"]):
+        return last - 1
+    return last
+
+
+def fit_cut(messages: list[dict[str, Any]], window: int) -> int | None:
+    """Where to cut to fit: before the last round when it is at most half the window, else the whole history.
+    None when there is nothing to compress (no messages)."""
+    if not messages:
+        return None
+    start = _last_round(messages)
+    if start > 0 and estimate_messages(messages[start:]) <= window // 2:
+        return start
+    return len(messages)
+
+
+async def make_room(s: Any, exceeded: ContextExceeded | None = None) -> bool:
+    """Compress the history of `s` so that the next request fits (module docstring). `exceeded`: the
+    provider's refusal, whose stated window (or the refused estimate) lowers the session's window first.
+    Returns True when the history was replaced. A failing summary request raises ProviderError."""
+    from agentd.core.loop import compress
+
+    if exceeded is not None:
+        refused = s.p.context.estimated_tokens()
+        lower = exceeded.window_tokens or int(refused * 0.8)
+        if lower < s.p.model_window:
+            log.info(
+                "the provider refused %d estimated tokens: window %d -> %d", refused, s.p.model_window, lower
+            )
+            s.p.model_window = lower
+    cut = fit_cut(s.p.context.messages, s.p.model_window)
+    if cut is None:
+        return False
+    return bool(await compress(s, force=True, cut=cut))

@@ -1,0 +1,273 @@
+"""Tool calls a chat model wrote as text: recovered when unambiguous, answered with an error when not (issue 17).
+
+Owns: `recover_calls(text, tools)` -> `Recovered | None`, the shapes accepted, the error texts the model gets,
+`hold_point(text)` (where streamed text may start a call, so the accumulator holds it back) and
+`malformed_rounds(messages)` (the bound on retries). Imports only the standard library; must not import an SDK,
+the core or an adapter. Used by `agentd.providers.openai_compat` (the only provider whose servers do this).
+
+Small local models (Qwen-Coder under llama.cpp, Ollama, LM Studio) often answer a tool call as content instead of
+`tool_calls`. Accepted, anywhere in the reply (prose around is kept as the reply's text, in order):
+- a JSON object `{"name": <tool>, "arguments"|"parameters"|"input"|"args": {...}}`, also
+  `{"tool": <tool>, ...}` and the OpenAI form `{"type": "function", "function": {"name", "arguments"}}`;
+- a JSON list of such objects (several calls);
+- each inside a fenced block (```json, ```tool_call or bare ```), inside `<tool_call>...</tool_call>` tags (Qwen's
+  own format), or bare in the text; several blocks or objects in one reply are several calls, in order.
+Arguments: an object; a JSON string holding an object; `null` or missing (= `{}`); a list of exactly one object;
+a bare string or a one-element list when the tool has exactly one required property (that property gets it).
+
+A candidate that names an offered tool but cannot be executed (arguments of another shape, JSON that does not
+parse) becomes a call with an `error`: the loop answers it with that text as an `is_error` result instead of
+running it, so the model can correct itself. A candidate naming a tool that is not offered stays text (JSON data
+or an example, not a call), as does JSON inside a fence of another language (```python: code).
+After `MAX_MALFORMED_ROUNDS` consecutive rounds answered only with these errors, a reply is left as text, so a
+model that cannot produce a call ends its turn instead of looping.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MALFORMED_PREFIX = "malformed tool call"
+MAX_MALFORMED_ROUNDS = 3
+ARG_KEYS = ("arguments", "parameters", "input", "args")
+_SHAPE_KEYS = {"name", "tool", "type", "id", "function", *ARG_KEYS}
+_TAG = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.S)
+_FENCE = re.compile(r"```[ \t]*(?P<lang>[A-Za-z_]*)[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.S)
+_FENCE_LANGS = {"", "json", "tool_call", "tool_code", "jsonc"}
+_NAMED = re.compile(r'"(?:name|tool)"\s*:\s*"(?P<name>[^"]+)"')
+_START = re.compile(r"```|<tool_call>|\[\s*\{|\{\s*\"|^[ \t]*\[", re.M)
+_PARTIAL = ("`", "``", "<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "{")
+
+
+@dataclass
+class TextCall:
+    """One recovered call: `name`, `input` (an object; `{}` when rejected) and `error` (None = run it)."""
+
+    name: str
+    input: dict[str, Any]
+    error: str | None = None
+
+
+@dataclass
+class Recovered:
+    """The calls found in a reply, in order, and the reply's remaining prose (`text`, stripped)."""
+
+    calls: list[TextCall]
+    text: str
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+def hold_point(text: str) -> int:
+    """Characters of streamed `text` that can be shown now: everything before the first place a call may start
+    (a fence, a `<tool_call>` tag, `{"`, a line opening with `[`) or a partial marker at the very end."""
+    m = _START.search(text)
+    if m:
+        return m.start()
+    for marker in _PARTIAL:
+        if text.endswith(marker):
+            return len(text) - len(marker)
+    return len(text)
+
+
+def malformed_rounds(messages: list[dict[str, Any]]) -> int:
+    """How many of the last rounds in `messages` (Anthropic form) were answered only with malformed-call errors."""
+    n = 0
+    for m in reversed(messages):
+        if m.get("role") == "assistant":
+            continue
+        results = [
+            b for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
+        if not results or not all(str(_result_text(b)).startswith(MALFORMED_PREFIX) for b in results):
+            break
+        n += 1
+    return n
+
+
+def _result_text(block: Mapping[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(str(b.get("text") or "") for b in content if isinstance(b, dict))
+    return str(content or "")
+
+
+def _schema_hint(schema: Mapping[str, Any] | None) -> str:
+    props = (schema or {}).get("properties") or {}
+    required = [p for p in (schema or {}).get("required") or [] if p in props] or list(props)[:2]
+    parts = [f'"{p}": <{(props.get(p) or {}).get("type", "value")}>' for p in required]
+    return "{" + ", ".join(parts) + "}"
+
+
+def _sole_required(schema: Mapping[str, Any] | None) -> str | None:
+    required = list((schema or {}).get("required") or [])
+    return str(required[0]) if len(required) == 1 else None
+
+
+def _bad(name: str, what: str, schema: Mapping[str, Any] | None) -> str:
+    return (
+        f"{MALFORMED_PREFIX}: {name} was not run: {what}. Call the tool again with the arguments as one JSON "
+        f"object, e.g. {_schema_hint(schema)}."
+    )
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        return f"the string {json.dumps(shown, ensure_ascii=False)}"
+    return f"{type(value).__name__} {json.dumps(value)}"
+
+
+def _arguments(name: str, raw: Any, schema: Mapping[str, Any] | None) -> TextCall:
+    """Normalise one call's arguments (see the module docstring for what is unambiguous)."""
+    if raw is None:
+        return TextCall(name, {})
+    if isinstance(raw, str):
+        try:
+            decoded = json.loads(raw)
+        except ValueError:
+            sole = _sole_required(schema)
+            if sole is not None:
+                return TextCall(name, {sole: raw})
+            return TextCall(
+                name, {}, _bad(name, f"its arguments are {_describe(raw)}, not a JSON object", schema)
+            )
+        if isinstance(decoded, dict):
+            return TextCall(name, decoded)
+        raw = decoded
+    if isinstance(raw, dict):
+        return TextCall(name, raw)
+    if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], dict):
+        return TextCall(name, raw[0])
+    if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], str) and _sole_required(schema):
+        return TextCall(name, {str(_sole_required(schema)): raw[0]})
+    return TextCall(name, {}, _bad(name, f"its arguments are {_describe(raw)}, not a JSON object", schema))
+
+
+def _call_name(obj: Any) -> str | None:
+    """The tool name of a call-shaped object, else None (an object with other keys is data, not a call)."""
+    if not isinstance(obj, dict) or not set(obj) <= _SHAPE_KEYS:
+        return None
+    fn = obj.get("function")
+    if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+        return str(fn["name"])
+    for key in ("name", "tool"):
+        if isinstance(obj.get(key), str) and (fn is None or isinstance(fn, str)):
+            return str(obj[key])
+    if isinstance(fn, str) and any(k in obj for k in ARG_KEYS):
+        return fn
+    return None
+
+
+def _raw_args(obj: dict[str, Any]) -> Any:
+    fn = obj.get("function")
+    source = fn if isinstance(fn, dict) else obj
+    return next((source[k] for k in ARG_KEYS if k in source), None)
+
+
+def _calls_of(value: Any) -> list[tuple[str, Any]] | None:
+    """(name, raw arguments) of a call object or a list of them; None when `value` is not call-shaped."""
+    items = value if isinstance(value, list) and value else [value]
+    out = []
+    for item in items:
+        name = _call_name(item)
+        if name is None:
+            return None
+        out.append((name, _raw_args(item)))
+    return out
+
+
+@dataclass
+class _Candidate:
+    start: int
+    end: int
+    calls: list[tuple[str, Any]] | None  # None: the JSON did not parse
+    body: str
+    error: str = ""
+
+
+def _decode(body: str) -> tuple[Any, str]:
+    try:
+        return json.loads(body), ""
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def _wrapped(text: str) -> list[_Candidate]:
+    """Candidates inside `<tool_call>` tags and fenced blocks (fences of another language are code, skipped)."""
+    out: list[_Candidate] = []
+    for m in [*_TAG.finditer(text), *_FENCE.finditer(text)]:
+        lang = m.groupdict().get("lang")
+        if lang is not None and lang.lower() not in _FENCE_LANGS:
+            continue
+        if any(c.start <= m.start() < c.end for c in out):
+            continue  # a fence inside a tag (or the reverse) is one candidate
+        body = m.group("body").strip()
+        value, error = _decode(body)
+        out.append(_Candidate(m.start(), m.end(), _calls_of(value) if not error else None, body, error))
+    return sorted(out, key=lambda c: c.start)
+
+
+def _bare(text: str, taken: list[_Candidate]) -> list[_Candidate]:
+    """Call-shaped JSON objects or lists in the prose outside `taken`."""
+    decoder = json.JSONDecoder()
+    out: list[_Candidate] = []
+    i = 0
+    while i < len(text):
+        if text[i] not in "{[" or any(c.start <= i < c.end for c in taken):
+            i += 1
+            continue
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except ValueError:
+            i += 1
+            continue
+        calls = _calls_of(value)
+        if calls is None:
+            i += 1
+            continue
+        out.append(_Candidate(i, end, calls, text[i:end]))
+        i = end
+    return out
+
+
+def _prose(text: str, spans: list[tuple[int, int]]) -> str:
+    kept, at = [], 0
+    for start, end in spans:
+        kept.append(text[at:start])
+        at = end
+    kept.append(text[at:])
+    return re.sub(r"\n{3,}", "\n\n", "".join(kept)).strip()
+
+
+def recover_calls(text: str, tools: Mapping[str, Mapping[str, Any] | None]) -> Recovered | None:
+    """The tool calls written in `text`, or None when it holds no attempted call of an offered tool.
+
+    `tools`: offered tool name -> its input JSON schema (used for error hints and single-argument shapes).
+    """
+    candidates = _wrapped(text)
+    code = [_Candidate(m.start(), m.end(), None, "") for m in _FENCE.finditer(text)]  # JSON in code is code
+    candidates = sorted([*candidates, *_bare(text, [*candidates, *code])], key=lambda c: c.start)
+    calls: list[TextCall] = []
+    spans: list[tuple[int, int]] = []
+    for c in candidates:
+        if c.calls is None:  # unparsable JSON: a call only when it names an offered tool
+            named = _NAMED.search(c.body)
+            if named and named.group("name") in tools:
+                name = named.group("name")
+                what = f"its JSON does not parse ({c.error})"
+                calls.append(TextCall(name, {}, _bad(name, what, tools.get(name))))
+                spans.append((c.start, c.end))
+            continue
+        if not all(name in tools for name, _ in c.calls):
+            continue  # JSON naming a tool that is not offered: data or an example, left as text
+        calls += [_arguments(name, raw, tools.get(name)) for name, raw in c.calls]
+        spans.append((c.start, c.end))
+    if not calls:
+        return None
+    return Recovered(calls, _prose(text, spans), spans)

@@ -1,0 +1,273 @@
+"""What real local models and servers do to the loop (issue 17), on the OpenAI-compatible emulator over HTTP:
+the served window is learned and reported; tool calls written as text are executed or answered with an error
+the model can act on, and the turn goes on; the bound on malformed rounds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentd.clock import ManualClock
+from agentd.config import load_settings
+from agentd.providers.openai_compat import OpenAICompatProvider
+from agentd.providers.text_calls import MAX_MALFORMED_ROUNDS
+from agentd.testing.emulator import Emulator
+from tests.integration.conftest import Harness
+
+
+@pytest.fixture
+async def local(openai_emulator: Emulator) -> AsyncIterator[OpenAICompatProvider]:
+    p = OpenAICompatProvider("emu-model", "not-needed", openai_emulator.url + "/v1", ManualClock())
+    yield p
+    await p.aclose()
+
+
+def say(t: str) -> dict[str, Any]:
+    return {"reply": [{"type": "text", "text": t}]}
+
+
+def prompt(t: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": t}]
+
+
+def chat_bodies(emu: Emulator) -> list[dict[str, Any]]:
+    return [e["body"] for e in emu.journal if e.get("path") == "/v1/chat/completions"]
+
+
+def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in body["messages"] if m["role"] == "tool"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "configured", "window"),
+    [
+        ({"server": "llama.cpp", "served_window": 4096}, None, 4096),
+        ({"server": "llama.cpp", "served_window": 16384}, 8192, 8192),  # a smaller configured window wins
+        ({"server": "llama.cpp", "served_window": 4096}, 100_000, 4096),  # never more than the server serves
+        ({"server": "vllm", "served_window": 12_000}, None, 12_000),
+        ({}, 20_000, 20_000),  # the server does not say: the configured window
+        ({}, None, 32_768),  # nothing known: the model table's default
+    ],
+)
+async def test_the_served_window_is_learned_and_reported(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+    scenario: dict[str, Any],
+    configured: int | None,
+    window: int,
+) -> None:
+    """Issue 17 part 1: llama.cpp `/props`, vLLM `max_model_len`, else `context.window_tokens`, else the table."""
+    openai_emulator.script({**scenario, "answers": [say("hi")]})
+    cli: dict[str, Any] = {"provider": "scripted"}
+    if configured:
+        cli["context"] = {"window_tokens": configured}
+    h = make_harness(provider=local, settings=load_settings(workspace, cli=cli))
+    assert await h.session.prompt(prompt("hello")) == "end_turn"
+    assert h.session.p.model_window == window
+    assert h.session.p.settings.compress_threshold(h.session.p.model_window) == int(window * 0.8)
+
+
+async def test_a_list_argument_is_answered_with_an_error_and_the_turn_goes_on(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """Issue 17 part 3: an unrunnable call is answered (is_error result, exact text), the model corrects itself."""
+    (workspace / "a.py").write_text("print('a')\n")
+    bad = '```json\n{"name": "edit_file", "arguments": ["a.py", "a", "b"]}\n```'
+    good = '{"name": "read_file", "arguments": {"path": "a.py"}}'
+    openai_emulator.script({"answers": [say(bad), say(good), say("Done.")]})
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("change a.py")) == "end_turn"
+    bodies = chat_bodies(openai_emulator)
+    assert len(bodies) == 3
+    [error] = tool_messages(bodies[1])
+    assert error["content"].startswith(
+        "Error: malformed tool call: edit_file was not run: its arguments are a list of 3 items, not a JSON "
+        "object. Call the tool again with the arguments as one JSON object, e.g. {"
+    )
+    results = tool_messages(bodies[2])
+    assert results[-1]["content"].endswith("print('a')\n") or "print('a')" in results[-1]["content"]
+    ids = [c["id"] for m in bodies[2]["messages"] for c in m.get("tool_calls") or []]
+    assert len(ids) == len(set(ids)) == 2  # recovered calls keep unique ids
+    assert not openai_emulator.problems
+
+
+async def test_several_calls_in_one_reply_with_prose_all_run(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """Issue 17 part 3: two fenced calls with prose around: both run, the prose is the reply's text."""
+    (workspace / "a.py").write_text("A\n")
+    (workspace / "b.py").write_text("B\n")
+    both = (
+        "I'll read both files.\n"
+        '```json\n{"name": "read_file", "arguments": {"path": "a.py"}}\n```\n'
+        '```json\n{"name": "read_file", "arguments": {"path": "b.py"}}\n```\n'
+        "Then I'll compare them."
+    )
+    openai_emulator.script({"answers": [say(both), say("They differ.")]})
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("compare a.py and b.py")) == "end_turn"
+    second = chat_bodies(openai_emulator)[1]
+    assistant = next(m for m in second["messages"] if m["role"] == "assistant")
+    assert assistant["content"] == "I'll read both files.\n\nThen I'll compare them."
+    assert [json.loads(c["function"]["arguments"]) for c in assistant["tool_calls"]] == [
+        {"path": "a.py"},
+        {"path": "b.py"},
+    ]
+    assert [("Error" in m["content"]) for m in tool_messages(second)] == [False, False]
+    shown = "".join(
+        u.get("content", {}).get("text", "")
+        for u in h.updates
+        if u.get("sessionUpdate") == ("agent_message_chunk")
+    )
+    assert "read_file" not in shown and shown.startswith("I'll read both files.")
+
+
+async def test_malformed_rounds_are_bounded(
+    make_harness: Callable[..., Harness], openai_emulator: Emulator, local: OpenAICompatProvider
+) -> None:
+    """Issue 17 part 3: after MAX_MALFORMED_ROUNDS error answers, the next malformed reply stays text and the
+    turn ends (a model that cannot produce a call does not loop until max_turn_requests)."""
+    bad = '{"name": "read_file", "arguments": 7}'
+    openai_emulator.script({"answers": [say(bad)] * (MAX_MALFORMED_ROUNDS + 1)})
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("read something")) == "end_turn"
+    assert len(chat_bodies(openai_emulator)) == MAX_MALFORMED_ROUNDS + 1
+    last = h.session.p.context.messages[-1]
+    assert last["role"] == "assistant" and last["content"] == [{"type": "text", "text": bad}]
+
+
+async def test_the_stale_plan_reminder_is_a_system_message_at_the_tail(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """Issue 17 part 5 (CONTRACTS.md §3): for chat models the reminder is a request-only system message at the
+    very end of request 4, not text in the user's message; the stored history never holds it."""
+    from agentd.core.todos import REMINDER_TEXT
+
+    (workspace / "a.py").write_text("A\n")
+    read = {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.py"}}}]}
+    openai_emulator.script({"answers": [read, read, read, say("done")]})
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("read a.py three times")) == "end_turn"
+    bodies = chat_bodies(openai_emulator)
+    assert [REMINDER_TEXT in json.dumps(b) for b in bodies] == [False, False, False, True]
+    assert bodies[3]["messages"][-1] == {"role": "system", "content": REMINDER_TEXT}
+    assert bodies[3]["messages"][-2]["role"] == "tool"
+    assert REMINDER_TEXT not in json.dumps(h.session.p.context.messages)
+    assert not openai_emulator.problems
+
+
+def _data_file(workspace: Path) -> Path:
+    """32 KiB of CJK and hex text: ~18k tokens for a real tokenizer (the issue's file), 8k EMU-TOK-1 tokens."""
+    line = "数据记录 " + "0123456789abcdef" * 4 + " 值\n"
+    path = workspace / "data.txt"
+    path.write_text(line * (32768 // len(line.encode("utf-8"))))
+    return path
+
+
+READ_DATA = {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "data.txt"}}}]}
+
+
+@pytest.mark.parametrize(
+    ("scenario", "configured"),
+    [
+        (
+            {"server": "llama.cpp", "served_window": 4096},
+            None,
+        ),  # the window is known: compressed before sending
+        ({"served_window": 4096}, 32_768),  # agentd believes 32k: the server's refusal triggers the recovery
+    ],
+)
+async def test_a_4k_window_and_an_18k_tool_output_the_session_recovers(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+    scenario: dict[str, Any],
+    configured: int | None,
+) -> None:
+    """Issue 17 part 2 (acceptance): a 4k-token server, a 32 KiB CJK/hex file read: the turn ends normally and
+    the next prompt succeeds; a refusal ("context exceeded") is answered once by compressing, then a retry."""
+    _data_file(workspace)
+    marker = {"compaction_marker": "Summarize the conversation below"}  # summary requests get the emulator's
+    openai_emulator.script(
+        {**scenario, **marker, "answers": [READ_DATA, say("It holds records."), say("Yes.")]}
+    )
+    cli: dict[str, Any] = {"provider": "scripted", "tools": {"terse_descriptions": True}}
+    if configured:
+        cli["context"] = {"window_tokens": configured}
+    h = make_harness(provider=local, settings=load_settings(workspace, cli=cli))
+    assert await h.session.prompt(prompt("What is in data.txt?")) == "end_turn"
+    assert await h.session.prompt(prompt("Is that all?")) == "end_turn"
+    assert h.session.p.model_window == 4096
+    statuses = [e["status"] for e in openai_emulator.journal if e.get("path") == "/v1/chat/completions"]
+    refused = 1 if configured else 0
+    assert statuses.count(400) == refused and statuses[-1] == 200
+    assert h.session.p.context.compaction.compactions >= refused  # a known window: the token cap sufficed
+    assert not [p for p in openai_emulator.problems if "exceeds" not in p and "maximum context" not in p]
+    h.session.close()
+    resumed = make_harness(provider=local, resume=h.session.id, settings=load_settings(workspace, cli=cli))
+    assert resumed.session.p.context.messages == h.session.p.context.messages
+
+
+async def test_a_failed_unanswered_turn_leaves_the_history_as_before(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """Issue 17 part 4: the next prompt is not merged with the failed one ("X\\n\\nX"), live and after a resume."""
+    from agentd.errors import ProviderError
+
+    openai_emulator.script({"answers": [say("hello"), {"http": 400}, say("ok")]})
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("first")) == "end_turn"
+    before = h.session.p.context.messages
+    with pytest.raises(ProviderError):
+        await h.session.prompt(prompt("second"))
+    assert h.session.p.context.messages == before
+    h.session.close()
+    again = make_harness(provider=local, resume=h.session.id)
+    assert again.session.p.context.messages == before
+    assert await again.session.prompt(prompt("second")) == "end_turn"
+    last = chat_bodies(openai_emulator)[-1]["messages"]
+    assert [m["content"] for m in last if m["role"] == "user"] == ["first", "second"]
+
+
+async def test_a_failed_turn_answered_in_part_keeps_the_prompt_and_a_note(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """Issue 17 part 4: the model had answered (a tool ran): the prompt stays, the model is told the turn stopped."""
+    from agentd.core.loop import failed_note
+    from agentd.errors import ProviderError
+
+    (workspace / "a.py").write_text("A\n")
+    read = {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.py"}}}]}
+    openai_emulator.script({"answers": [read, {"http": 400}, say("ok")]})
+    h = make_harness(provider=local)
+    with pytest.raises(ProviderError) as err:
+        await h.session.prompt(prompt("read a.py"))
+    last = h.session.p.context.messages[-1]
+    assert last["content"][-1] == {"type": "text", "text": failed_note(err.value.message)}
+    assert await h.session.prompt(prompt("try again")) == "end_turn"
+    final = chat_bodies(openai_emulator)[-1]["messages"]
+    users = [m["content"] for m in final if m["role"] == "user"]
+    assert users[0] == "read a.py" and users[-1].endswith("try again") and "stopped before" in users[-1]
+    assert not openai_emulator.problems
