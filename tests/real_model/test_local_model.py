@@ -106,7 +106,7 @@ def test_three_real_tasks_and_a_resume(
         extra = {
             "new": (),
             "continue": ("--resume", sessions.get(task, "")),
-            "resume": ("--resume", sessions["plan"]),
+            "resume": ("--resume", sessions.get("plan", "")),
         }
         run = _run(ws, env, url, prompt, *extra[how])
         runs.append((task, run))
