@@ -21,6 +21,12 @@ POINTS = frozenset(
         "loop.after_tool_exec",
         "meta.before_rename",
         "paths.after_check",
+        "checkpoint.pack_written",
+        "checkpoint.before_record",
+        "rewind.intent_written",
+        "rewind.apply",
+        "rewind.applied",
+        "rewind.recorded",
     }
 )
 

@@ -3,8 +3,8 @@ TESTING.md §4.5 "Path escapes").
 
 Owns: `resolve_in_workspace` (the check), `open_for_read`, `open_dir`, `atomic_write` and `list_tree` (the
 only ways the fs tools open files and directories), plus `real_roots`, `containing_root` and
-`display_path`. Imports only the standard library, pathspec, `agentd.failpoints` and `agentd.tools`
-(`base`, `workspace`); never pygls, lsprotocol, acp or `agentd.adapters`.
+`display_path`. Imports only the standard library, `agentd.failpoints` and `agentd.tools`
+(`base`, `workspace`, `ignore`); never pygls, lsprotocol, acp or `agentd.adapters`.
 
 `roots` is the session's pinned `Workspace` (`agentd.tools.workspace`, H18); a plain list of roots is
 pinned for the one call. Every function first checks that the roots are still the pinned directories
@@ -36,15 +36,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-import pathspec
-
 from agentd import failpoints
 from agentd.tools.base import PathRefused
+from agentd.tools.ignore import GIT_DIR, Specs, ignored, with_gitignore
 from agentd.tools.workspace import Workspace, as_workspace
 
 PATH_MAX_BYTES = 4096
 NAME_MAX_BYTES = 255
-GITIGNORE_MAX_BYTES = 1 << 20
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -267,8 +265,6 @@ def _refuse_target(st: os.stat_result | None, raw: str, ws: Workspace) -> None:
 
 # --- directory listing (list_dir) ----------------------------------------------------------------------
 
-_Specs = list[tuple[str, pathspec.GitIgnoreSpec]]
-
 
 def list_tree(path: str | Path, roots: RootsArg, depth: int, max_entries: int) -> tuple[list[str], bool]:
     """List the model-given directory `path` down to `depth` levels (1 = its entries) without following
@@ -277,11 +273,11 @@ def list_tree(path: str | Path, roots: RootsArg, depth: int, max_entries: int) -
     `GitIgnoreSpec`). Returns (entries, True if stopped at `max_entries`). Raises like `open_dir`."""
     ws = as_workspace(roots)
     raw, root, parts = _recheck(path, ws, for_write=False)
-    specs: _Specs = []
+    specs: Specs = []
     fd = ws.open_root(root)
     try:
         for i, part in enumerate(parts):  # the ancestors' .gitignore files, one O_NOFOLLOW step at a time
-            _add_gitignore(specs, "/".join(parts[:i]), fd)
+            specs = with_gitignore(specs, "/".join(parts[:i]), fd)
             try:
                 nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
@@ -296,36 +292,15 @@ def list_tree(path: str | Path, roots: RootsArg, depth: int, max_entries: int) -
         os.close(fd)
 
 
-def _add_gitignore(specs: _Specs, base: str, dfd: int) -> _Specs:
-    try:
-        fd = os.open(".gitignore", _READ_FLAGS, dir_fd=dfd)
-    except OSError:
-        return specs
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(GITIGNORE_MAX_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    specs.append((base, pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())))
-    return specs
-
-
-def _ignored(specs: _Specs, rel: str, is_dir: bool) -> bool:
-    """Git semantics, deepest `.gitignore` first: the first one with a matching pattern decides."""
-    for base, spec in reversed(specs):
-        sub = rel[len(base) + 1 :] if base else rel
-        result = spec.check_file(sub + "/" if is_dir else sub)
-        if result.include is not None:
-            return bool(result.include)
-    return False
-
-
-def _walk(dfd: int, here: str, prefix: str, depth: int, specs: _Specs, out: list[str], cap: int) -> bool:
+def _walk(dfd: int, here: str, prefix: str, depth: int, specs: Specs, out: list[str], cap: int) -> bool:
     """Append the entries of `dfd` (at `here`, relative to the real root) to `out`; True at the cap."""
-    specs = _add_gitignore(list(specs), here, dfd)
+    specs = with_gitignore(specs, here, dfd)
     with os.scandir(dfd) as it:
         entries = sorted(it, key=lambda e: e.name)
     for entry in entries:
         is_dir = entry.is_dir(follow_symlinks=False)
         rel = f"{here}/{entry.name}" if here else entry.name
-        if entry.name == ".git" or _ignored(specs, rel, is_dir):
+        if entry.name == GIT_DIR or ignored(specs, rel, is_dir):
             continue
         if len(out) >= cap:
             return True
