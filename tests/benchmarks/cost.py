@@ -143,6 +143,7 @@ def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
                 ok = r[key] <= bound if op == "<=" else r[key] >= bound
                 met[key] = met.get(key, True) and ok
     columns = (
+        "system_tokens",
         "requests", "compressions", "bill_ratio_vs_lower_bound", "input_bill_ratio_vs_lower_bound",
         "auto_vs_best_fixed", "bill_ratio_vs_seed_cache", "bill_ratio_vs_system_last_5m", "cache_read_share",
     )  # fmt: skip

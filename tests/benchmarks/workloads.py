@@ -69,7 +69,7 @@ SHAPES: dict[str, Shape] = {
         Shape("resumed", 1505, 22, (1, 6), (1, 2), (250, 2000, 16000), (3.0, 1800.0), resume_before=12,
               note="12 turns, then the session is resumed after a day, then 10 turns"),
         Shape("seed-article", 1506, 14, (1, 3), (1, 1), (300, 1500, 6000), (20.0, 600.0),
-              model="claude-opus-4-5", agents_md_bytes=17_400,
+              model="claude-opus-4-5", agents_md_bytes=16_300,
               settings={"context": {"compressThresholdTokens": 12000}},
               note="the seed's numbers: a 4,600-token system (AGENTS.md), compression at 12,000 tokens"),
     )

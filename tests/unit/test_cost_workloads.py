@@ -44,9 +44,8 @@ def test_the_shapes_hold_what_they_declare() -> None:
         "claude-opus-4-5",
         {"context": {"compressThresholdTokens": 12000}},
     )
-    assert {"path": "AGENTS.md", "bytes": 17400} in seed[
-        "files"
-    ]  # about 4,350 tokens of project instructions
+    # about 4,100 tokens of project instructions: with agentd's own prompt, a system of about 4,600
+    assert {"path": "AGENTS.md", "bytes": 16300} in seed["files"]
     heavy = sorted(f["bytes"] for f in load("heavy")["files"] if f["path"].startswith(("src/", "logs/")))
     agentic = sorted(f["bytes"] for f in load("agentic")["files"] if f["path"].startswith(("src/", "logs/")))
     assert 2.5 < heavy[len(heavy) // 2] / agentic[len(agentic) // 2] < 3.5  # outputs 3x larger
