@@ -10,12 +10,14 @@ Rules:
   three characters a token), so 32 KiB of CJK or hex text cannot fill a 16k window. The byte cap of
   `tools.output_max_bytes` still applies; the result keeps head and tail with the size stated.
 - A request fits when the estimated context plus the reply's reserve (`max_output_tokens`, at most a quarter
-  of the window) is within the window. Before a request that would not fit, the history is compressed with
-  the threshold rule's machinery but a shorter kept tail: the last round alone (the last user message and the
-  assistant message whose tool_uses it answers) when that is at most half the window, else nothing is kept
-  and the summary replaces the whole history (its tool results appear as stubs that state their size first).
-- A `ContextExceeded` error from any provider does the same once for that request, after lowering the
-  window to what the error states (else below the estimate that was refused), then the request is retried.
+  of the window) is within the window. Before a request that would not fit, the history is compressed: first
+  with the usual cut (`context.keep_recent_messages` kept); when that is not enough, with a shorter kept tail:
+  the last round alone (the last user message and the assistant message whose tool_uses it answers) when that
+  is at most half the window, else nothing is kept and the summary replaces the whole history (its tool
+  results appear as stubs that state their size first).
+- A `ContextExceeded` error from any provider compresses once with the shorter tail for that request, after
+  lowering the window to what the error states (else below the estimate that was refused), then the request
+  is retried.
 """
 
 from __future__ import annotations
@@ -93,7 +95,12 @@ async def make_room(s: Any, exceeded: ContextExceeded | None = None) -> bool:
                 "the provider refused %d estimated tokens: window %d -> %d", refused, s.p.model_window, lower
             )
             s.p.model_window = lower
+    done = False
+    if exceeded is None:  # the usual cut first (keep_recent_messages): it keeps more of the recent work
+        done = bool(await compress(s, force=True))
+        if done and fits(s):
+            return True
     cut = fit_cut(s.p.context.messages, s.p.model_window)
     if cut is None:
-        return False
-    return bool(await compress(s, force=True, cut=cut))
+        return done
+    return bool(await compress(s, force=True, cut=cut)) or done

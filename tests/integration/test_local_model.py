@@ -271,3 +271,26 @@ async def test_a_failed_turn_answered_in_part_keeps_the_prompt_and_a_note(
     users = [m["content"] for m in final if m["role"] == "user"]
     assert users[0] == "read a.py" and users[-1].endswith("try again") and "stopped before" in users[-1]
     assert not openai_emulator.problems
+
+
+async def test_compress_to_fit_tries_the_usual_cut_first(
+    make_harness: Callable[..., Harness], workspace: Path
+) -> None:
+    """Issue 17 part 2: when the reply's reserve makes a request not fit before the 80 % threshold, the usual cut
+    (keep_recent_messages kept) is tried first; the short tail only when that is not enough."""
+    from agentd.persistence.store import read_records
+
+    (workspace / "a.txt").write_text("alpha beta gamma delta\n" * 60)  # ~350 tokens a read
+    read = {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.txt"}}}]}
+    scenario = {"answers": [read] * 10 + [say("done")]}
+    cli = {"provider": "scripted", "context": {"window_tokens": 9000}, "max_output_tokens": 8192}
+    h = make_harness(scenario, settings=load_settings(workspace, cli=cli))
+    assert await h.session.prompt(prompt("read a.txt ten times")) == "end_turn"
+    records, _ = read_records(h.session.p.store.data_dir, h.session.id)
+    first = next(i for i, r in enumerate(records) if r.get("kind") == "compaction")
+    replies = sum(
+        1 for r in records[:first] if r.get("kind") == "message" and r["message"]["role"] == "assistant"
+    )
+    active = 1 + 2 * replies  # the prompt, then each reply and its tool result
+    kept = active - records[first]["replaced"]
+    assert kept >= h.session.p.settings.context.keep_recent_messages  # not only the last round (2 messages)
