@@ -135,7 +135,11 @@ def _failed(
     try:
         if not answered:
             if s.p.context.withdraw(prompt_blocks):
-                s.p.store.append("withdrawn", {"messageId": prompt_id, "reason": reason})
+                try:
+                    s.p.store.append("withdrawn", {"messageId": prompt_id, "reason": reason})
+                except AgentdError:  # memory never differs from the log: the prompt stays in both
+                    s.p.context.add_user(prompt_blocks)
+                    raise
             return
         note = {"type": "text", "text": failed_note(reason)}
         s.persist_message({"role": "user", "content": [note]}, new_message_id())
