@@ -154,3 +154,48 @@ def test_the_clock_is_a_leaf_and_providers_never_reach_into_the_core() -> None:
         if m.startswith("agentd.core") and m != "agentd.core.validate"
     ]
     assert (clock, providers) == ([], [])
+
+
+def _eager_imports(path: Path) -> list[str]:
+    """Modules a file imports when it is imported: module level, not under `if TYPE_CHECKING:`, with
+    `from pkg import name` also naming `pkg.name` (it may be a module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return out
+
+
+def _module_file(name: str) -> Path | None:
+    base = ROOT / Path(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_the_start_up_path_imports_no_lsp_library_or_sdk() -> None:
+    """Issue 16: `initialize` is answered before pygls and lsprotocol are imported (`lsprotocol.types` alone
+    takes ~0.3 s): what `agentd` imports up to that answer (cli, the transport, the front door, the
+    connection state, the configuration) never imports them, an SDK or the core's session."""
+    seen: set[str] = set()
+    todo = ["agentd.cli", "agentd.adapters.lsp.transport", "agentd.config", "agentd.providers.models"]
+    external: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = _module_file(name)
+        if path is None:
+            continue
+        for m in _eager_imports(path):
+            if _first(m) == "agentd":
+                todo.append(m)
+            else:
+                external.add(_first(m))
+    heavy = {"pygls", "lsprotocol", "cattrs", "attrs", "anthropic", "openai", "httpx2"}
+    assert (sorted(external & heavy), "agentd.core.session" in seen) == ([], False)

@@ -6,6 +6,11 @@ flags, `initializationOptions`, the sessions it holds, pending prompts, outstand
 requests, open documents) and `Hosted` (one loaded session: Session, provider, settings, bridge).
 Sessions of different connections or workspaces share nothing; a session is held by one connection at a
 time (the session lock's in-process registry refuses a second holder with `sameProcess: true`).
+
+A `Connection` exists before its pygls server: `initialize()` answers from the raw params (front.py), and
+the server is attached once pygls is loaded (`attach()`). So this module imports neither pygls nor
+lsprotocol at import time (`import lsprotocol.types` alone takes ~0.3 s); the methods that send LSP
+messages import them, and run only once the server is attached.
 """
 
 from __future__ import annotations
@@ -18,15 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from lsprotocol import types
-from pygls.uris import to_fs_path
+from urllib.parse import unquote, urlsplit
 
 from agentd.adapters.lsp.bridge import SessionBridge
-from agentd.adapters.lsp.documents import Editor, OpenDocuments
+from agentd.adapters.lsp.errors import RpcError
 from agentd.protocol import methods
 
 if TYPE_CHECKING:
+    from agentd.adapters.lsp.documents import Editor, OpenDocuments
     from agentd.adapters.lsp.progress import TurnProgress
     from agentd.adapters.lsp.server import AgentdLanguageServer
     from agentd.config import Settings
@@ -50,23 +54,29 @@ class ClientCaps:
     action_item_props: bool = False
 
     @classmethod
-    def of(cls, caps: types.ClientCapabilities | None) -> ClientCaps:
-        if caps is None:
-            return cls()
-        exp: dict[str, Any] = caps.experimental if isinstance(caps.experimental, dict) else {}
-        found = exp.get("agentd")
-        agentd: dict[str, Any] = found if isinstance(found, dict) else {}
-        ws, win = caps.workspace, caps.window
-        item = win.show_message.message_action_item if win and win.show_message else None
+    def of(cls, caps: Any) -> ClientCaps:
+        """From the `capabilities` of the raw `initialize` params (a dict; anything else: none)."""
+        agentd = _at(caps, "experimental", "agentd")
+        version = agentd.get("protocolVersion") if isinstance(agentd, dict) else None
         return cls(
-            agentd_permission=agentd.get("requestPermission") is True,
-            save_after_apply=agentd.get("saveAfterApply") is True,
-            protocol_version=int(agentd.get("protocolVersion") or 1),
-            apply_edit=bool(ws and ws.apply_edit),
-            document_changes=bool(ws and ws.workspace_edit and ws.workspace_edit.document_changes),
-            work_done_progress=bool(win and win.work_done_progress),
-            action_item_props=bool(item and item.additional_properties_support),
-        )
+            agentd_permission=_at(caps, "experimental", "agentd", "requestPermission") is True,
+            save_after_apply=_at(caps, "experimental", "agentd", "saveAfterApply") is True,
+            protocol_version=version if isinstance(version, int) and not isinstance(version, bool) else 1,
+            apply_edit=bool(_at(caps, "workspace", "applyEdit")),
+            document_changes=bool(_at(caps, "workspace", "workspaceEdit", "documentChanges")),
+            work_done_progress=bool(_at(caps, "window", "workDoneProgress")),
+            action_item_props=bool(_at(caps, "window", "showMessage", "messageActionItem",
+                                       "additionalPropertiesSupport")),
+        )  # fmt: skip
+
+
+def _at(obj: Any, *keys: str) -> Any:
+    """`obj[k1][k2]...` through dicts only; None where a level is missing or not a dict."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
 
 
 @dataclass
@@ -105,8 +115,11 @@ class Daemon:
     on_idle: Callable[[], None] | None = None
 
 
-def uri_to_root(uri: str) -> str | None:
-    path = to_fs_path(uri) if uri.startswith("file:") else None
+def uri_to_root(uri: Any) -> str | None:
+    """The real path of a `file:` URI (POSIX), else None."""
+    if not isinstance(uri, str) or not uri.startswith("file:"):
+        return None
+    path = unquote(urlsplit(uri).path)
     return os.path.realpath(path) if path else None
 
 
@@ -118,9 +131,10 @@ def inside(path: str, roots: list[str]) -> bool:
 class Connection:
     """The protocol state of one client connection (see the module docstring)."""
 
-    def __init__(self, daemon: Daemon, server: AgentdLanguageServer) -> None:
+    def __init__(self, daemon: Daemon) -> None:
         self.daemon = daemon
-        self.server = server
+        self._server: AgentdLanguageServer | None = None  # attached once pygls is loaded (`attach`)
+        self.init_params: dict[str, Any] = {}
         self.state = "new"  # new -> initialized -> shutdown -> closed
         self.caps = ClientCaps()
         self.roots: list[str] = []
@@ -130,10 +144,11 @@ class Connection:
         self.prompts: dict[Any, str] = {}  # pending prompt request id -> session id
         self.outstanding: dict[str, str] = {}  # server->client request id -> session id
         self.progress_tokens: dict[Any, str] = {}  # work-done token -> session id
-        self.documents = OpenDocuments(server)
-        self.editor = Editor(server, self.documents, self.caps)
+        self.documents: OpenDocuments  # set by `attach`
+        self.editor: Editor
         self.exit_code: int | None = None
         self.initialize_seen = False
+        self.authenticated = False  # initialize succeeded (with --tcp: the token matched)
         self.rejected = False  # a failed --tcp token check: nothing more is handled
         self.shutdown_requested = False
         self.shutdown_answered = asyncio.Event()
@@ -143,25 +158,60 @@ class Connection:
         daemon.connections.add(self)
 
     @property
+    def server(self) -> AgentdLanguageServer:
+        """The pygls server (attached after the `initialize` answer; handlers run only then)."""
+        assert self._server is not None, "the LSP server is attached after initialize"
+        return self._server
+
+    @property
     def protocol(self) -> Any:
         return self.server.protocol
+
+    def attach(self, server: AgentdLanguageServer) -> None:
+        """The pygls server of this connection, once loaded (after the `initialize` answer)."""
+        from agentd.adapters.lsp.documents import Editor, OpenDocuments
+
+        self._server = server
+        self.documents = OpenDocuments(server)
+        self.editor = Editor(server, self.documents, self.caps)
 
     @property
     def open(self) -> bool:
         return self.state in ("new", "initialized")
 
     # ---- initialize ----------------------------------------------------------------------------------
-    def set_client(self, params: types.InitializeParams) -> None:
-        self.caps = ClientCaps.of(params.capabilities)
-        self.editor = Editor(self.server, self.documents, self.caps)
-        folders = params.workspace_folders or []
-        roots = [uri_to_root(f.uri) for f in folders]
-        if not folders and params.root_uri:
-            roots = [uri_to_root(params.root_uri)]
-        elif not folders and params.root_path:
-            roots = [os.path.realpath(params.root_path)]
+    def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer `initialize` (PROTOCOL.md §4.2) from its raw params; raises `RpcError` when this connection
+        is refused (a wrong `--tcp` token, an unusable data dir), and then closes it."""
+        self.initialize_seen = True
+        self.init_params = params
+        self.set_client(params)
+        if self.daemon.tcp_token is not None and not self.token_ok(params.get("initializationOptions")):
+            self._refuse()
+            raise RpcError("InvalidRequest", "This agentd listens on TCP and needs initializationOptions.authToken "
+                           "from <data dir>/tcp-<port>.token; the connection is closed.")  # fmt: skip
+        if self.daemon.data_dir_error:  # a daemon that cannot store sessions says so, and why (H12)
+            self._refuse()
+            raise RpcError("StorageError", f"agentd cannot store sessions: {self.daemon.data_dir_error}; "
+                           "the connection is closed.")  # fmt: skip
+        self.authenticated = True
+        return self.initialize_result()
+
+    def _refuse(self) -> None:
+        self.rejected = True
+        asyncio.get_running_loop().call_soon(self.lost)
+
+    def set_client(self, params: dict[str, Any]) -> None:
+        """Capabilities, roots and options from the raw `initialize` params."""
+        self.caps = ClientCaps.of(params.get("capabilities"))
+        folders = params.get("workspaceFolders") or []
+        roots = [uri_to_root(f.get("uri")) for f in folders if isinstance(f, dict)]
+        if not folders and isinstance(params.get("rootUri"), str):
+            roots = [uri_to_root(params["rootUri"])]
+        elif not folders and isinstance(params.get("rootPath"), str) and params["rootPath"]:
+            roots = [os.path.realpath(params["rootPath"])]
         self.roots = [r for r in roots if r]
-        opts = params.initialization_options
+        opts = params.get("initializationOptions")
         self.init_options = dict(opts) if isinstance(opts, dict) else {}
 
     def initialize_result(self) -> dict[str, Any]:
@@ -207,9 +257,7 @@ class Connection:
         self.state = "initialized"
         if self.warnings:
             text = "agentd: " + " ".join(self.warnings) + " Fix these in your editor's agentd settings."
-            self.server.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Warning, message=text)
-            )
+            self.show_message(text, 2)
             self.log_message(text, 2)
 
     def token_ok(self, options: Any) -> bool:
@@ -232,13 +280,18 @@ class Connection:
         self.protocol.notify("agentd/session/update", params)
 
     def log_message(self, text: str, level: int) -> None:
-        if self.state == "closed":
-            return
-        self.server.window_log_message(types.LogMessageParams(type=types.MessageType(level), message=text))
+        from lsprotocol import types
+
+        if self.state != "closed" and self._server is not None:
+            self._server.window_log_message(
+                types.LogMessageParams(type=types.MessageType(level), message=text)
+            )
 
     def show_message(self, text: str, level: int) -> None:
-        if self.state != "closed":
-            self.server.window_show_message(
+        from lsprotocol import types
+
+        if self.state != "closed" and self._server is not None:
+            self._server.window_show_message(
                 types.ShowMessageParams(type=types.MessageType(level), message=text)
             )
 
@@ -248,6 +301,8 @@ class Connection:
         self.outstanding.pop(msg_id, None)
         self.protocol._request_futures.pop(msg_id, None)
         self.protocol._result_types.pop(msg_id, None)
+        from lsprotocol import types
+
         if self.state != "closed":
             self.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
 

@@ -6,9 +6,11 @@ Owns: `AgentdLspProtocol` and `make_server()`. `dispatch()` is the entry point f
 for requests after `shutdown`, `-32002` for requests before `initialize`, `-32601` (with `data.name`) for
 unknown methods, `-32602` for standard params of the wrong shape and for params holding lone surrogates (a
 notification's are replaced by U+FFFD instead), and turns `$/cancelRequest` for a pending prompt into a
-turn cancel. The protocol also overrides `initialize` (the capabilities of §4.2),
-`shutdown` (cancel turns, withdraw requests, flush, release locks, then answer), `exit` (ends this
-connection only), the error answers (every error carries `data.name`) and the framing of sent messages.
+turn cancel. `initialize` itself is answered before pygls is loaded (front.py); `make_server()` then
+gives the protocol what pygls' own handler would have set (the client capabilities, the workspace). The
+protocol also overrides `shutdown` (cancel turns, withdraw requests, flush, release locks, then answer),
+`exit` (ends this connection only), the error answers (every error carries `data.name`) and the framing of
+sent messages.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 from pygls.uris import from_fs_path
 from pygls.workspace import Workspace
 
-from agentd.adapters.lsp.errors import RpcError, error_of, unicode_error
-from agentd.adapters.lsp.host import Connection, Daemon
+from agentd.adapters.lsp.errors import error_of, unicode_error
+from agentd.adapters.lsp.host import Connection
 from agentd.adapters.lsp.wire import WireMixin
 from agentd.protocol import errors as perr
 from agentd.text import scrub_surrogates, surrogate_problems
@@ -192,30 +194,6 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
             self.conn.shutdown_answered.set()
 
     # ---- lifecycle overrides -------------------------------------------------------------------------
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams) -> dict[str, Any]:  # type: ignore[override]
-        conn = self.conn
-        conn.initialize_seen = True
-        self.client_capabilities = params.capabilities
-        root_uri = params.root_uri or (from_fs_path(params.root_path) if params.root_path else None)
-        self._workspace = Workspace(
-            root_uri, types.TextDocumentSyncKind.Incremental, params.workspace_folders or [],
-            types.PositionEncodingKind.Utf16,
-        )  # fmt: skip
-        conn.set_client(params)
-        token = conn.daemon.tcp_token
-        if token is not None and not conn.token_ok(params.initialization_options):
-            conn.rejected = True
-            asyncio.get_running_loop().call_soon(conn.lost)
-            raise RpcError("InvalidRequest", "This agentd listens on TCP and needs initializationOptions.authToken "
-                           "from <data dir>/tcp-<port>.token; the connection is closed.")  # fmt: skip
-        if conn.daemon.data_dir_error:  # a daemon that cannot store sessions says so, and why (H12)
-            conn.rejected = True
-            asyncio.get_running_loop().call_soon(conn.lost)
-            raise RpcError("StorageError", f"agentd cannot store sessions: {conn.daemon.data_dir_error}; "
-                           "the connection is closed.")  # fmt: skip
-        return conn.initialize_result()
-
     @lsp_method(types.INITIALIZED)
     def lsp_initialized(self, *args: Any) -> None:  # type: ignore[override]
         self.conn.on_initialized()
@@ -236,17 +214,40 @@ class AgentdLanguageServer(LanguageServer):
     protocol: AgentdLspProtocol
 
 
-def make_server(daemon: Daemon, writer: FrameWriter) -> AgentdLanguageServer:
-    """A LanguageServer for one connection over the shared daemon core, writing frames to `writer`."""
+def make_server(conn: Connection, writer: FrameWriter) -> AgentdLanguageServer:
+    """The LanguageServer of `conn`, writing frames to `writer`, in the state pygls' `initialize` handler
+    would have left it: the connection has already answered `initialize` from `conn.init_params`."""
     import agentd
     from agentd.adapters.lsp import handlers
 
     server = AgentdLanguageServer(
         "agentd", agentd.__version__, protocol_cls=AgentdLspProtocol, converter_factory=default_converter
     )
-    conn = Connection(daemon, server)
     server.conn = conn
     server.protocol.conn = conn
     server.protocol.set_writer(writer, include_headers=True)  # type: ignore[arg-type]
+    _initialized_state(server.protocol, conn.init_params)
+    conn.attach(server)
     handlers.register(server, conn)
     return server
+
+
+def _initialized_state(protocol: AgentdLspProtocol, params: dict[str, Any]) -> None:
+    """Client capabilities and workspace on the protocol, from the raw `initialize` params. Capabilities of
+    an odd shape (agentd read what it needs leniently) leave pygls with none."""
+    try:
+        protocol.client_capabilities = protocol._converter.structure(
+            params.get("capabilities") or {}, types.ClientCapabilities
+        )
+    except Exception:
+        log.info("client capabilities of an unexpected shape; pygls gets none")
+        protocol.client_capabilities = types.ClientCapabilities()
+    root_uri = params.get("rootUri") if isinstance(params.get("rootUri"), str) else None
+    root_path = params.get("rootPath")
+    if root_uri is None and isinstance(root_path, str) and root_path:
+        root_uri = from_fs_path(root_path)
+    folders = [types.WorkspaceFolder(uri=f["uri"], name=str(f.get("name", "")))
+               for f in params.get("workspaceFolders") or [] if isinstance(f, dict) and isinstance(f.get("uri"), str)]  # fmt: skip
+    protocol._workspace = Workspace(
+        root_uri, types.TextDocumentSyncKind.Incremental, folders, types.PositionEncodingKind.Utf16
+    )

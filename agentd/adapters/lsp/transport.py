@@ -7,6 +7,18 @@ other message nested too deeply is logged and dropped), the frame writers, and `
 (mode 0600) or TCP on 127.0.0.1 with a token file, each connection with its own LanguageServer over the
 shared `Daemon`. On stdio, fd 1 is moved aside for frames and pointed at stderr, so nothing else can ever
 reach the client's stdout.
+
+Limits under load (issue 16), so that one client cannot stall or exhaust a daemon others use:
+- Writes never block the event loop: frames go to the connection's transport buffer. Past `HIGH_WATER`
+  buffered bytes, the connection's next frame is not read until the client has read its answers down to
+  `LOW_WATER` (backpressure); a client that reads nothing for `STALL_S`, or lets `OUT_LIMIT` bytes pile up,
+  is dropped (its sessions are cancelled and unlocked as on a disconnect).
+- On a socket, a body is limited to `PREAUTH_MAX_BODY` until `initialize` has succeeded (checked from the
+  header, before reading), and a connection that has not initialized within `AUTH_DEADLINE_S` is closed.
+  At most `MAX_CONNECTIONS` initialized connections are served at once: the next one gets a
+  `window/showMessage` saying so, and is closed. At most `MAX_PENDING` connections wait for their
+  `initialize`; a new one closes the oldest waiting one, so idle connections never lock an editor out.
+  Running out of file descriptors is one warning line, never a traceback.
 """
 
 from __future__ import annotations
@@ -25,18 +37,28 @@ import stat
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentd.adapters.lsp.errors import too_deep
-from agentd.adapters.lsp.host import Daemon
-from agentd.adapters.lsp.server import AgentdLanguageServer, make_server
+from agentd.adapters.lsp.front import Link
 from agentd.errors import ConfigError
 from agentd.protocol import errors as perr
+
+if TYPE_CHECKING:
+    from agentd.adapters.lsp.host import Daemon
 
 log = logging.getLogger("agentd.lsp.transport")
 
 MAX_BODY = 64 * 1024 * 1024
 HEADER_LIMIT = 64 * 1024
+PREAUTH_MAX_BODY = 1024 * 1024  # socket connections before a successful initialize
+HIGH_WATER = 4 * 1024 * 1024  # bytes waiting for the client: stop reading its frames
+LOW_WATER = 1024 * 1024  # ... until it has read down to this
+OUT_LIMIT = 32 * 1024 * 1024  # a client this far behind is dropped
+STALL_S = 120.0  # a client that reads nothing for this long while behind is dropped
+AUTH_DEADLINE_S = 10.0  # a socket connection must have initialized by then
+MAX_CONNECTIONS = 64  # initialized socket connections served at once
+MAX_PENDING = 64  # socket connections waiting for their initialize
 EOF, FATAL = "eof", "fatal"
 
 
@@ -45,9 +67,14 @@ class FrameWriter(Protocol):
 
     def close(self) -> None: ...
 
+    async def writable(self) -> bool: ...
+
+    async def flush(self, timeout: float) -> None: ...
+
 
 class FdWriter:
-    """Blocking writes of whole frames to a file descriptor (stdio)."""
+    """Blocking writes of whole frames to a file descriptor the event loop cannot watch (stdout redirected
+    to a regular file): such writes do not wait for a reader."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -61,20 +88,65 @@ class FdWriter:
         with contextlib.suppress(OSError):
             os.close(self.fd)
 
+    async def writable(self) -> bool:
+        return True
 
-class StreamWriterAdapter:
-    """Frames to an asyncio stream (socket connections)."""
+    async def flush(self, timeout: float) -> None:
+        return None
+
+
+class BufferedWriter:
+    """Frames to an asyncio stream, never blocking the loop, with the limits of the module docstring.
+
+    `write()` raises `BrokenPipeError` when the connection is closed or the client has fallen `OUT_LIMIT`
+    bytes behind (the caller drops it); `writable()` waits while more than `HIGH_WATER` bytes are buffered,
+    and answers False when the client read nothing for `STALL_S` (the caller drops it)."""
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
+        writer.transport.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
+
+    def buffered(self) -> int:
+        return self.writer.transport.get_write_buffer_size()
 
     def write(self, data: bytes) -> None:
         if self.writer.is_closing():
             raise BrokenPipeError("connection closed")
+        behind = self.buffered() > HIGH_WATER  # one big frame alone never drops a client that keeps up
         self.writer.write(data)
+        if behind and self.buffered() > OUT_LIMIT:
+            log.warning(
+                "a client left %d bytes unread; dropping the connection (agentd buffers at most %d MiB)",
+                self.buffered(), OUT_LIMIT >> 20,
+            )  # fmt: skip
+            self.writer.transport.abort()
+            raise BrokenPipeError("the client does not read its messages")
 
     def close(self) -> None:
         self.writer.close()
+
+    async def writable(self) -> bool:
+        if self.buffered() <= HIGH_WATER:
+            return True
+        size = self.buffered()
+        while True:  # progress (any byte read) restarts the stall clock
+            try:
+                await asyncio.wait_for(self.writer.drain(), STALL_S)
+                return True
+            except TimeoutError:
+                if self.buffered() >= size:
+                    log.warning("a client read nothing for %.0f s; dropping the connection", STALL_S)
+                    self.writer.transport.abort()
+                    return False
+                size = self.buffered()
+            except (ConnectionError, RuntimeError):
+                return False
+
+    async def flush(self, timeout: float) -> None:
+        """Send what is buffered (at most `timeout` seconds), then close."""
+        self.writer.close()
+        with contextlib.suppress(TimeoutError, OSError, ConnectionError):
+            await asyncio.wait_for(self.writer.wait_closed(), timeout)
 
 
 class ThreadReader:
@@ -109,10 +181,18 @@ class ThreadReader:
         return self._reader
 
 
-async def read_frames(reader: asyncio.StreamReader, server: AgentdLanguageServer) -> str:
-    """Read frames until end of input (`EOF`) or a framing error (`FATAL`), dispatching each body."""
-    protocol = server.protocol
-    while server.conn.state != "closed":
+async def read_frames(
+    reader: asyncio.StreamReader, link: Link, writer: FrameWriter | None = None,
+    *, preauth_limit: int | None = None,
+) -> str:  # fmt: skip
+    """Read frames until end of input (`EOF`) or a framing error (`FATAL`), dispatching each body. With
+    `writer`, the next frame waits while the client has not read its answers (module docstring); with
+    `preauth_limit`, bodies are limited to that many bytes until `initialize` has succeeded."""
+    conn = link.conn
+    while conn.state != "closed":
+        await link.ready()
+        if writer is not None and not await writer.writable():
+            return FATAL
         headers: dict[str, str] = {}
         header_bytes = 0
         while True:
@@ -139,34 +219,39 @@ async def read_frames(reader: asyncio.StreamReader, server: AgentdLanguageServer
         if size > MAX_BODY:
             log.error("Content-Length %d is above the 64 MiB limit; ending the connection", size)
             return FATAL
+        if preauth_limit is not None and size > preauth_limit and not conn.authenticated:
+            log.warning(
+                "Content-Length %d before initialize (limit %d); ending the connection", size, preauth_limit
+            )
+            return FATAL
         try:
             body = await reader.readexactly(size)
         except asyncio.IncompleteReadError:
             log.error("end of input inside a message body (%d bytes announced)", size)
             return EOF
-        _receive(protocol, body)
+        _receive(link, body)
     return EOF
 
 
-def _receive(protocol: Any, body: bytes) -> None:
+def _receive(link: Link, body: bytes) -> None:
     try:
         text = body.decode("utf-8")
         data = json.loads(text)
     except RecursionError:
-        _too_deep(protocol, envelope_of(text))
+        _too_deep(link, envelope_of(text))
         return
     except ValueError:
-        protocol.send_error(None, "ParseError", perr.PARSE_ERROR)
+        link.send_error(None, "ParseError", perr.PARSE_ERROR)
         return
     try:
-        protocol.dispatch(data)
+        link.receive(data)
     except RecursionError:
-        _too_deep(protocol, data if isinstance(data, dict) else {})
+        _too_deep(link, data if isinstance(data, dict) else {})
     except Exception:
         log.exception("failed to dispatch a message")
 
 
-def _too_deep(protocol: Any, envelope: dict[str, Any]) -> None:
+def _too_deep(link: Link, envelope: dict[str, Any]) -> None:
     """A request nested too deeply still gets its answer, -32602 (H19); anything else is logged, dropped."""
     msg_id, method = envelope.get("id"), envelope.get("method")
     is_id = (isinstance(msg_id, int) and not isinstance(msg_id, bool)) or isinstance(msg_id, str)
@@ -174,7 +259,7 @@ def _too_deep(protocol: Any, envelope: dict[str, Any]) -> None:
         log.warning("dropped a message nested too deeply to decode or handle")
         return
     log.warning("%s (id %r): params nested too deeply; answered -32602", method, msg_id)
-    protocol.send_error(msg_id, "InvalidParams", too_deep(method).args[0],
+    link.send_error(msg_id, "InvalidParams", too_deep(method).args[0],
                         errors=[{"loc": "params", "msg": "nested too deeply"}])  # fmt: skip
 
 
@@ -248,7 +333,7 @@ def _frames_fd() -> int:
     return fd
 
 
-def _pollable(fd: int) -> bool:
+def _pollable(fd: int, events: int = selectors.EVENT_READ) -> bool:
     """True if the event loop can watch `fd` (a pipe, a socket, a terminal). False for what epoll refuses
     (/dev/null and other character devices: EPERM; regular files) and for a closed fd; those are read by a
     thread instead. Probed with a throwaway selector of the loop's kind, because `connect_read_pipe` accepts
@@ -261,7 +346,7 @@ def _pollable(fd: int) -> bool:
         return False
     probe = selectors.DefaultSelector()
     try:
-        probe.register(fd, selectors.EVENT_READ)
+        probe.register(fd, events)
     except (OSError, ValueError):
         return False
     finally:
@@ -288,21 +373,52 @@ async def _stdin_reader() -> asyncio.StreamReader:
         return ThreadReader(fd).reader
 
 
+class _PipeProtocol(asyncio.streams.FlowControlMixin):
+    """Flow control for the stdout pipe, with the close waiter `StreamWriter.wait_closed()` needs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future[None]:
+        return self._closed
+
+
+async def _stdout_writer(fd: int) -> FrameWriter:
+    """A non-blocking writer of the frames fd when the loop can watch it (a pipe, a socket), else `FdWriter`."""
+    if not _pollable(fd, selectors.EVENT_WRITE):
+        return FdWriter(fd)
+    loop = asyncio.get_running_loop()
+    try:
+        pipe = os.fdopen(fd, "wb", buffering=0, closefd=True)
+        transport, protocol = await loop.connect_write_pipe(_PipeProtocol, pipe)
+    except (OSError, ValueError):
+        return FdWriter(fd)
+    return BufferedWriter(asyncio.StreamWriter(transport, protocol, None, loop))
+
+
 async def _serve_stdio(daemon: Daemon, fd: int) -> int:
-    server = make_server(daemon, FdWriter(fd))
-    conn = server.conn
+    writer = await _stdout_writer(fd)
+    link = Link(daemon, writer)
+    conn = link.conn
     closed = asyncio.Event()
     conn.on_close = lambda _code: closed.set()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, conn.lost)
     reader = await _stdin_reader()
-    reading = asyncio.ensure_future(read_frames(reader, server))
+    reading = asyncio.ensure_future(read_frames(reader, link, writer))
     waiting = asyncio.ensure_future(closed.wait())
     await asyncio.wait({reading, waiting}, return_when=asyncio.FIRST_COMPLETED)
     if reading.done():  # end of input: shutdown + exit (0); a framing error ends the process (1)
         await conn.close(0 if reading.result() == EOF else 1)
     reading.cancel()
     waiting.cancel()
+    await writer.flush(5.0)
     return conn.exit_code if conn.exit_code is not None else 1
 
 
@@ -315,6 +431,8 @@ async def _serve_sockets(
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.set_exception_handler(_quiet_resource_errors)
+    _raise_fd_limit()
     idle: list[asyncio.TimerHandle] = []
 
     def arm_idle() -> None:
@@ -322,17 +440,29 @@ async def _serve_sockets(
             idle.append(loop.call_later(idle_s, stop.set))
 
     daemon.on_idle = arm_idle
+    gate = _Admission()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         for timer in idle:
             timer.cancel()
         idle.clear()
-        server = make_server(daemon, StreamWriterAdapter(writer))
-        server.conn.on_close = lambda _code: writer.close()
+        if not gate.room():
+            await gate.refuse(writer)
+            return
+        out = BufferedWriter(writer)
+        link = Link(daemon, out)
+        conn = link.conn
+        conn.on_close = lambda _code: writer.close()
+        gate.add(conn)
+        deadline = loop.call_later(AUTH_DEADLINE_S, _unauthenticated, conn)
         try:
-            outcome = await read_frames(reader, server)
-            await server.conn.close(0 if outcome == EOF else 1)
+            outcome = await read_frames(reader, link, out, preauth_limit=PREAUTH_MAX_BODY)
+            await conn.close(0 if outcome == EOF else 1)
+        except asyncio.CancelledError:  # the daemon stops (Python 3.11's stream callback would log a
+            pass  # traceback for a cancelled connection task)
         finally:
+            deadline.cancel()
+            gate.discard(conn)
             writer.close()
 
     if socket_path is not None:
@@ -366,6 +496,91 @@ async def _serve_sockets(
         with contextlib.suppress(OSError):
             os.unlink(socket_path)
     return 0
+
+
+TOO_MANY = (
+    "agentd: this daemon already serves {n} editor connections, its limit; the connection is closed. Close "
+    "an editor window connected to it, or start another agentd for this editor."
+)
+
+
+class _Admission:
+    """Which socket connections are served (module docstring). A connection past `MAX_CONNECTIONS` gets a
+    `window/showMessage` (allowed before initialize) and is closed. The log gets one line per burst of
+    refusals or evictions, not one per connection."""
+
+    def __init__(self) -> None:
+        self.pending: dict[Any, None] = {}  # connections waiting for initialize, oldest first
+        self.served: set[Any] = set()
+        self.counts = {"refused": 0, "evicted": 0}
+        self.logged_at = {"refused": -1e9, "evicted": -1e9}
+
+    def room(self) -> bool:
+        """True when a new connection may wait for its initialize (evicting the oldest waiting one if
+        `MAX_PENDING` wait already); False when `MAX_CONNECTIONS` are served."""
+        for conn in [c for c in self.pending if c.authenticated]:
+            del self.pending[conn]
+            self.served.add(conn)
+        if len(self.served) >= MAX_CONNECTIONS:
+            return False
+        if len(self.pending) >= MAX_PENDING:
+            oldest = next(iter(self.pending))
+            del self.pending[oldest]
+            self._note("evicted", "%d connection(s) closed before their initialize: %d more were waiting (the limit)",
+                       MAX_PENDING)  # fmt: skip
+            oldest.lost()
+        return True
+
+    def add(self, conn: Any) -> None:
+        self.pending[conn] = None
+
+    def discard(self, conn: Any) -> None:
+        self.pending.pop(conn, None)
+        self.served.discard(conn)
+
+    def _note(self, what: str, text: str, limit: int) -> None:
+        self.counts[what] += 1
+        now = asyncio.get_running_loop().time()
+        if now - self.logged_at[what] >= 10.0:
+            log.warning(text, self.counts[what], limit)
+            self.logged_at[what], self.counts[what] = now, 0
+
+    async def refuse(self, writer: asyncio.StreamWriter) -> None:
+        self._note("refused", "%d connection(s) refused: %d are served already (the limit)", MAX_CONNECTIONS)
+        params = {"type": 1, "message": TOO_MANY.format(n=MAX_CONNECTIONS)}
+        body = json.dumps({"jsonrpc": "2.0", "method": "window/showMessage", "params": params}).encode()
+        with contextlib.suppress(OSError, ConnectionError, TimeoutError):
+            writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            writer.close()
+            await asyncio.wait_for(writer.wait_closed(), 2.0)
+
+
+def _unauthenticated(conn: Any) -> None:
+    """A socket connection that has not initialized within `AUTH_DEADLINE_S` is closed."""
+    if not conn.authenticated and conn.state != "closed":
+        log.info("a connection sent no successful initialize within %.0f s; closing it", AUTH_DEADLINE_S)
+        conn.lost()
+
+
+def _quiet_resource_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio logs running out of file descriptors in `accept()` with a traceback, once a second: here it is
+    one warning line (the accept loop retries by itself). Everything else goes to the default handler."""
+    exc = context.get("exception")
+    if isinstance(exc, OSError) and "out of system resource" in str(context.get("message", "")):
+        log.warning("cannot accept a connection: %s; retrying", exc.strerror or exc)
+        return
+    loop.default_exception_handler(context)
+
+
+def _raise_fd_limit() -> None:
+    """Raise the soft limit of open files to the hard limit (a daemon holds a socket per connection)."""
+    import resource
+
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = 1 << 16 if hard == resource.RLIM_INFINITY else hard
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def _refuse_live_socket(path: str) -> None:
