@@ -59,6 +59,13 @@ class SessionLocked(AgentdError):
     rpc_name = "SessionLocked"
 
 
+class InvalidHistory(AgentdError):
+    """agentd built a request (or a compacted history) its own validator rejects: a bug; nothing is sent
+    (CONTRACTS.md §8)."""
+
+    rpc_code = -32603
+
+
 class StorageError(AgentdError):
     """The session log or lock cannot be written, or the log is damaged beyond a torn last line (exit 5)."""
 

@@ -15,7 +15,7 @@ from typing import Any
 from agentd.core.instructions import Instructions
 from agentd.persistence.index import delete_session, list_sessions, read_meta
 from agentd.persistence.paths import DataDir
-from agentd.persistence.replay import restore_message
+from agentd.persistence.records import restore_message
 from agentd.persistence.store import read_blob, read_records
 
 

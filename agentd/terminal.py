@@ -109,7 +109,6 @@ class Printer:
         self.closed = False
         self.message_id: str | None = None
         self.kinds: dict[str, str] = {}
-        self.totals: dict[str, Any] = {}
 
     def update(self, update: dict[str, Any]) -> None:
         """Handle one session/update (PROTOCOL.md §7)."""
@@ -146,16 +145,14 @@ class Printer:
             console.line("[Plan]")
             for e in entries:
                 console.line(f"  {_MARKS.get(e.get('status', ''), '[ ]')} {e.get('content', '')}")
-        elif kind == "usage_update":
-            self.totals = update.get("_meta", {}).get("agentd", {}).get("totals") or {}
 
     def _text(self, update: dict[str, Any]) -> None:
         meta = update.get("_meta", {}).get("agentd", {})
         if meta.get("retracts"):
             console.line("[retry · the partial reply above was discarded]")
-        elif self.message_id not in (None, meta.get("messageId")):
+        elif self.message_id not in (None, update.get("messageId")):
             console.end()
-        self.message_id = meta.get("messageId")
+        self.message_id = update.get("messageId")
         text = update["content"]["text"]
         console.out(text)
         self.report.replied = self.report.replied or bool(text.strip())
@@ -306,10 +303,10 @@ async def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnR
         if common["mcp"] is not None:
             await common["mcp"].aclose()
         raise
-    if not session.p.cwd.is_dir():
+    if not session.cwd.is_dir():
         await session.aclose()
         raise ConfigError(
-            f"session {session_id} belongs to {session.p.cwd}, which no longer exists; restore that folder, "
+            f"session {session_id} belongs to {session.cwd}, which no longer exists; restore that folder, "
             "or start a new session with --workspace DIR"
         )
     return session, False
@@ -340,7 +337,9 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
     try:
         stop = await session.prompt(blocks)
     except ProviderError:
-        if created and not printer.totals:  # the model was never reached: keep no empty session (H11)
+        if (
+            created and not session.totals.requests
+        ):  # the model was never reached: keep no empty session (H11)
             session.close()
             _discard(setup.data_dir, session.id)
             printer.line(f"[session {session.id} discarded: the model was never reached]")
@@ -348,25 +347,21 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         printer.end()
-        hooks = getattr(session.p.gate, "user_hooks", None)
-        if hooks is not None:
-            await hooks.drain()  # observing hooks (after_tool, turn_end) finish before the process ends
-        await session.aclose()
-    return TurnOutcome(_exit_code(printer, report, stop, interrupted), session.id, printer.totals)
+        await session.aclose()  # observing hooks (after_tool, turn_end) finish first; MCP servers stop
+    totals = session.totals.to_json() if session.totals.requests else {}
+    return TurnOutcome(_exit_code(printer, report, stop, interrupted), session.id, totals)
 
 
 def _instructions_line(session: Any, printer: Printer, *, reload: bool) -> None:
     """`[instructions · AGENTS.md (1840 bytes)]` when the session has any; `reload`: read them again first
     (the user asked), which changes the system prompt and so costs one prompt-cache write."""
-    from agentd.core.instructions import reload as reload_instructions
-
     if reload:
-        fresh = reload_instructions(session)
+        fresh = session.reload_instructions()
         printer.line(
             f"[instructions reloaded · {fresh.summary()} · the next request writes the prompt cache once]"
         )
-    elif session.p.instructions.files:
-        printer.line(f"[instructions · {session.p.instructions.summary()}]")
+    elif session.instructions.files:
+        printer.line(f"[instructions · {session.instructions.summary()}]")
 
 
 def _discard(data_dir: Any, session_id: str) -> None:

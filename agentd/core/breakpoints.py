@@ -64,6 +64,13 @@ from typing import Literal
 TTL = Literal["5m", "1h"]
 TtlMode = Literal["auto", "5m", "1h"]
 TTL_S: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
+
+
+def cache_control(ttl: TTL) -> dict[str, str]:
+    """The `cache_control` object of a breakpoint with `ttl`."""
+    return {"type": "ephemeral", "ttl": ttl}
+
+
 SAFETY_S = 15.0  # an entry is believed cached until this long before its expiry (latency, retries)
 LOOKBACK_BLOCKS = 20
 INTERMEDIATE_AFTER = 18

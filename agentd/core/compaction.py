@@ -1,20 +1,40 @@
-"""Compression of the active history (seed 004; CONTRACTS.md §7; cases C02, C03).
+"""Compression of the active history, all of it (seed 004; CONTRACTS.md §7; cases C02, C03).
 
 Owns: when to compress (`should_compress`), where to cut (`find_cut`), the summary request
-(`summary_request`), the flattened transcript (`flatten`), and the rebuilt history (`rebuild`).
-Must not import pygls, lsprotocol, acp or adapters. Nothing here deletes anything from disk: the session
-log keeps every original message; a `compaction` record says which active messages the summary replaces.
+(`summary_request`, with the flattened transcript of `flatten`), the rebuilt history (`rebuild`), the whole
+step (`compress`: request, validation, the new history, the `compaction` record, the stderr line), the state
+it leaves (`CompactionState`, which the Context holds and `Context.replace_prefix` updates) and its replay
+(`replay`: the same `replace_prefix`, so a resumed session rebuilds the same bytes). Nothing here deletes
+anything from disk: the session log keeps every original message; a `compaction` record says which active
+messages the summary replaces. Must not import pygls, lsprotocol, acp or adapters; imports the Context only
+for types (the Context imports `CompactionState` from here).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentd.core.breakpoints import TTL
-from agentd.core.context import Context, Message, cache_control
-from agentd.providers.base import ModelRequest
+from agentd.core.breakpoints import TTL, cache_control
+from agentd.core.validate import validate_messages, validate_request
+from agentd.errors import InvalidHistory
+from agentd.persistence.records import CompactionRecord
+from agentd.providers.base import ModelRequest, run_with_retries
+
+if TYPE_CHECKING:
+    from agentd.core.context import Context, Message
+    from agentd.core.session import Session
+
+
+@dataclass
+class CompactionState:
+    """How the active history relates to the log: `compactions` summaries so far, which replaced
+    `replaced_total` active messages in all."""
+
+    compactions: int = 0
+    replaced_total: int = 0
+
 
 SUMMARY_INSTRUCTION = (
     "Summarize the conversation below in one paragraph. Keep tool calls, file paths and any facts the next "
@@ -158,3 +178,55 @@ def rebuild(messages: list[Message], cut: int, summary: str, carry_over: str | N
     if cut < len(messages) and messages[cut]["role"] == "user":
         ack = {"role": "assistant", "content": [{"type": "text", "text": ACK_TEXT}]}
     return Rebuilt(cut=cut, summary={"role": "user", "content": [{"type": "text", "text": text}]}, ack=ack)
+
+
+async def compress(s: Session, *, force: bool = False, cut: int | None = None) -> bool:
+    """Compress `s`'s active history (CONTRACTS.md §7): when the estimate reaches the threshold, or at once
+    with `force` (`Session.compact`, and `agentd.core.fit` to fit the window, which also gives the `cut`).
+    Returns True when the history was replaced. The summary request fits the window too (issue 17): its
+    transcript keeps only what fits.
+
+    The summary request and the rebuilt history are validated before anything changes; the request's usage
+    is accounted like any other; the original messages stay in the log and a `compaction` record says what
+    the summary replaces. Raises ProviderError when the summary request fails (the history is then
+    unchanged), InvalidHistory on a bug.
+    """
+    cfg, ctx = s.settings.context, s.context
+    threshold = s.settings.compress_threshold(s.window_tokens)
+    if not force and not should_compress(
+        ctx, threshold_tokens=threshold, keep_recent=cfg.keep_recent_messages
+    ):
+        return False
+    history = ctx.messages
+    cut = cut if cut is not None else find_cut(history, cfg.keep_recent_messages)
+    if cut is None or only_summary(history[:cut]):
+        return False
+    room = s.window_tokens - cfg.summary_max_tokens - ctx.static_tokens  # the summary request must fit
+    request = summary_request(
+        history[:cut], model=s.provider.model, system=s.system, tools=s.tool_defs,
+        max_tokens=cfg.summary_max_tokens, prompt_caching=s.settings.prompt_caching,
+        cache_ttl=ctx.stable_prefix_ttl(), max_chars=max(2000, room * 2),
+    )  # fmt: skip
+    err = validate_request(request.body())
+    if err:
+        raise InvalidHistory(f"agentd refused to send an invalid summary request ({err}); please report it")
+    response = await run_with_retries(
+        lambda _n: s.provider.stream(request, lambda _e: None),
+        clock=s.clock,
+        max_total_s=s.settings.retries.max_total_s,
+    )
+    s.account(response)
+    rebuilt = rebuild(history, cut, summary_text_from(response.content), s.tracker.carry_over_text())
+    candidate = [rebuilt.summary, *([rebuilt.ack] if rebuilt.ack else []), *history[cut:]]
+    err = validate_messages(candidate)
+    if err:
+        raise InvalidHistory(f"compaction produced an invalid history ({err}); please report it")
+    ctx.replace_prefix(rebuilt.cut, rebuilt.summary, rebuilt.ack)
+    s.journal.write(CompactionRecord(replaced=rebuilt.cut, summary=rebuilt.summary, ack=rebuilt.ack))
+    s.lines(f"[compressed history · {len(ctx)} messages left]")
+    return True
+
+
+def replay(context: Context, record: CompactionRecord) -> None:
+    """Apply a stored `compaction` record to a replayed Context: the same bytes as when it was made."""
+    context.replace_prefix(record.replaced, record.summary, record.ack)

@@ -17,20 +17,15 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from agentd.core.breakpoints import TTL, Planner, TtlMode
+from agentd.core.breakpoints import TTL, Planner, TtlMode, cache_control
+from agentd.core.compaction import CompactionState
 from agentd.core.tokens import Estimator, estimate_request
 from agentd.providers.base import ModelRequest, Usage
 
 Message = dict[str, Any]
 Block = dict[str, Any]
-
-
-def cache_control(ttl: TTL) -> dict[str, str]:
-    """The `cache_control` object of a breakpoint with `ttl`."""
-    return {"type": "ephemeral", "ttl": ttl}
 
 
 def _blank_text(block: Block) -> bool:
@@ -43,14 +38,6 @@ def _eligible(block: Block) -> bool:
     if block.get("type") == "text":
         return bool(block.get("text"))
     return block.get("type") in ("tool_use", "tool_result", "image", "document")
-
-
-@dataclass
-class CompactionState:
-    """How the active history relates to the log: `replaced` messages were replaced by the summary."""
-
-    compactions: int = 0
-    replaced_total: int = 0
 
 
 class Context:

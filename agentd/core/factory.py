@@ -1,8 +1,9 @@
 """The composition root: builds a Session and everything it owns (CONTRACTS.md §1).
 
 Owns: `create_session()` and `open_session()`. Every per-session object (Context, TodoTracker, Hooks,
-Gate, grants, AuditLog, SessionStore, ToolContext) is created here, per session, and injected; nothing
-is a module-level singleton, so session A's stale rounds can never remind session B.
+Gate, grants, AuditLog, SessionStore and its Journal, ToolContext and the Toolbox) is created here, per
+session, and injected; nothing is a module-level singleton, so session A's stale rounds can never remind
+session B. `open_session` replays the log into the fresh session (agentd.core.replay).
 Must not import pygls, lsprotocol, acp or adapters.
 """
 
@@ -19,9 +20,12 @@ from agentd.core.context import Context
 from agentd.core.hooks import Hooks
 from agentd.core.instructions import Instructions, NestedInstructions, latest_record, user_instructions_dir
 from agentd.core.instructions import load as load_instructions
+from agentd.core.journal import Journal
 from agentd.core.prompts import system_blocks
-from agentd.core.session import EventSink, Session, SessionParts
+from agentd.core.replay import replay_into
+from agentd.core.session import EventSink, Session
 from agentd.core.todos import TodoTracker
+from agentd.core.toolbox import Toolbox
 from agentd.core.user_hooks import POINTS, HookSpec, UserHooks
 from agentd.errors import ConfigError
 from agentd.log import LineWriter, stderr_line
@@ -32,6 +36,7 @@ from agentd.permissions.rules import Rule
 from agentd.permissions.signing import GrantKey, GrantKeyError, RecordSigner
 from agentd.permissions.trust import TRUST_FILE, TrustStore, definitions_digest
 from agentd.persistence.paths import DataDir, new_session_id
+from agentd.persistence.records import GrantRecord
 from agentd.persistence.store import SessionStore
 from agentd.providers.base import Provider
 from agentd.providers.models import context_window
@@ -105,7 +110,7 @@ def launcher(settings: Settings, root: Path, protected: ProtectedPaths) -> Launc
     return launcher_for(box.mode, [root], protected, network=box.network, writable=box.writable)
 
 
-def _parts(
+def _build(
     session_id: str,
     cwd: Path,
     settings: Settings,
@@ -116,8 +121,9 @@ def _parts(
     clock: Clock,
     lines: LineWriter,
     instructions: Instructions,
-    mcp: Any = None,
-) -> SessionParts:
+    mcp: Any,
+    sink: EventSink | None,
+) -> Session:
     todos = TodoTracker(max_items=settings.todos.max_items, stale_rounds=settings.todos.stale_rounds)
     hooks = Hooks(line_writer=lines)
     hooks.add_before_model("todo_reminder", todos.before_model)
@@ -130,9 +136,10 @@ def _parts(
     protected = protected_paths(settings, data_dir)
     hooks_of_user = user_hooks(settings, root, lines, session_id)
     hooks_of_user.register(hooks)
+    journal = Journal(store, settings.store.blob_min_bytes)
 
     def persist_grant(tool: str, kind: str) -> None:
-        store.append("grant", gate.permission_record("grant", {"tool": tool, "grant": kind}))
+        journal.write(GrantRecord(**gate.permission_record("grant", {"tool": tool, "grant": kind})))
 
     gate = Gate(
         rules=rules,
@@ -151,7 +158,7 @@ def _parts(
         user_hooks=hooks_of_user,
     )
     secrets = secrets_of(settings)
-    audit = AuditLog(data_dir.audit_path(session_id), secrets=secrets, write_blob=store.write_blob)
+    audit = AuditLog(data_dir.audit_path(session_id), secrets=secrets, write_blob=journal.blob)
     tool_ctx = ToolContext(
         root=root,
         read_max_bytes=settings.tools.read_max_bytes,
@@ -162,27 +169,25 @@ def _parts(
         launcher=launcher(settings, root, protected),
     )
     say_missing_once(tool_ctx.launcher, lines)
-    return SessionParts(
+    return Session(
         session_id=session_id,
         cwd=root,
         settings=settings,
         provider=provider,
-        registry=registry,
-        context=context,
-        todos=todos,
-        hooks=hooks,
-        gate=gate,
-        audit=audit,
-        store=store,
-        tool_ctx=tool_ctx,
+        clock=clock,
+        window_tokens=settings.window_tokens(context_window(provider.model)),
         system=system_blocks(root, instructions.text),
         tool_defs=registry.definitions(settings.tools.terse_descriptions),
-        clock=clock,
-        model_window=settings.window_tokens(context_window(provider.model)),
+        context=context,
+        tracker=todos,
+        hooks=hooks,
+        toolbox=Toolbox(registry, tool_ctx, gate, audit, hooks, session_id),
+        journal=journal,
         lines=lines,
         secrets=secrets,
         instructions=instructions,
         mcp=mcp,
+        sink=sink,
     )
 
 
@@ -211,7 +216,7 @@ def create_session(
     meta["instructions"] = instructions.record()
     store = SessionStore.create(data_dir, session_id, meta)
     try:
-        parts = _parts(
+        return _build(
             session_id,
             cwd,
             settings,
@@ -223,11 +228,11 @@ def create_session(
             lines,
             instructions,
             mcp,
+            sink,
         )
     except BaseException:
         store.close()
         raise
-    return Session(parts, sink)
 
 
 def open_session(
@@ -245,14 +250,12 @@ def open_session(
     """Open an existing session: lock it, replay its log into fresh per-session objects, check and repair
     it, and run the validator (CONTRACTS.md §9). Its system prompt is rebuilt from the instructions stored
     in its log (the meta record, or the last `instructions` record of a reload), never from the files, so the cached prefix stays byte-identical. Raises SessionNotFound, SessionLocked, StorageError."""
-    from agentd.persistence.replay import replay_into
-
     store = SessionStore.open(data_dir, session_id)
     try:
         cwd = Path(store.meta.get("cwd") or os.getcwd())
         records = store.records()
         instructions = latest_record(records) or Instructions()  # the text it started with: same bytes
-        parts = _parts(
+        session = _build(
             session_id,
             cwd,
             settings,
@@ -264,8 +267,8 @@ def open_session(
             lines,
             instructions,
             mcp,
+            sink,
         )
-        session = Session(parts, sink)
         replay_into(session, records)
     except BaseException:
         store.close()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from agentd.core.compaction import compress
 from agentd.core.tokens import estimate_messages
 from agentd.errors import ContextExceeded
 
@@ -57,8 +58,8 @@ def output_reserve(max_output_tokens: int, window: int) -> int:
 
 def fits(s: Any) -> bool:
     """Whether the next request of session `s` is estimated to fit its window."""
-    need = s.p.context.estimated_tokens() + output_reserve(s.p.settings.max_output_tokens, s.p.model_window)
-    return need <= s.p.model_window
+    need = s.context.estimated_tokens() + output_reserve(s.settings.max_output_tokens, s.window_tokens)
+    return need <= s.window_tokens
 
 
 def _last_round(messages: list[dict[str, Any]]) -> int:
@@ -85,22 +86,20 @@ async def make_room(s: Any, exceeded: ContextExceeded | None = None) -> bool:
     """Compress the history of `s` so that the next request fits (module docstring). `exceeded`: the
     provider's refusal, whose stated window (or the refused estimate) lowers the session's window first.
     Returns True when the history was replaced. A failing summary request raises ProviderError."""
-    from agentd.core.loop import compress
-
     if exceeded is not None:
-        refused = s.p.context.estimated_tokens()
+        refused = s.context.estimated_tokens()
         lower = exceeded.window_tokens or int(refused * 0.8)
-        if lower < s.p.model_window:
+        if lower < s.window_tokens:
             log.info(
-                "the provider refused %d estimated tokens: window %d -> %d", refused, s.p.model_window, lower
+                "the provider refused %d estimated tokens: window %d -> %d", refused, s.window_tokens, lower
             )
-            s.p.model_window = lower
+            s.window_tokens = lower
     done = False
     if exceeded is None:  # the usual cut first (keep_recent_messages): it keeps more of the recent work
         done = bool(await compress(s, force=True))
         if done and fits(s):
             return True
-    cut = fit_cut(s.p.context.messages, s.p.model_window)
+    cut = fit_cut(s.context.messages, s.window_tokens)
     if cut is None:
         return done
     return bool(await compress(s, force=True, cut=cut)) or done

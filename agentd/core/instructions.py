@@ -13,7 +13,7 @@ How it works, so the system prompt stays byte-stable (CONTRACTS.md §4, §6):
   on that path contributes its AGENTS.md, or its CLAUDE.md when it has none. They go, in that order, into
   a second `system` block, which the cache breakpoint covers. The text is stored in the session's `meta`
   record (`instructions`: files and exact text); a resumed session rebuilds its system prompt from that record and never re-reads the files, so
-  its prefix stays a cache hit. `reload()` reads them again on request: an `instructions` record, a new
+  its prefix stays a cache hit. `Session.reload_instructions()` reads them again on request: an `instructions` record, a new
   system prompt, and so one cache write on the next request.
 - Folders below the workspace root are not read at start. When a tool call touches a path in such a folder
   (its `locations`), the AGENTS.md (or CLAUDE.md) files between the workspace root and that folder are
@@ -287,16 +287,6 @@ def user_instructions_dir() -> Path:
 
 
 def reload(session: Session) -> Instructions:
-    """Read the instruction files again for `session` (the user asked to): a new `instructions` record,
-    then the new system prompt. Changing the prompt costs one cache write on the next request. Raises
-    `UsageError` while a turn runs."""
-    from agentd.core.prompts import system_blocks
-    from agentd.errors import UsageError
-
-    if session.busy:
-        raise UsageError(f"A prompt is running in {session.id}; reload the instructions when it has ended.")
-    fresh = load(session.p.cwd, user_instructions_dir())
-    session.p.store.append("instructions", fresh.record())
-    session.p.instructions = fresh
-    session.p.system = system_blocks(session.p.cwd, fresh.text)
-    return fresh
+    """`session.reload_instructions()`: read the instruction files again (the session writes the
+    `instructions` record and rebuilds its system prompt). Raises UsageError while a turn runs."""
+    return session.reload_instructions()

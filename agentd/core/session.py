@@ -1,9 +1,29 @@
-"""Session: one isolated unit of state bound to one workspace (CONTRACTS.md §1, §9).
+"""Session: one isolated unit of state bound to one workspace, and the API every front end uses
+(CONTRACTS.md §1, §9; PROTOCOL.md §6; issue 10 Part 1).
 
-Owns: the wiring of one session's Context, TodoTracker, tools, gate, audit log, store handle and provider;
-the persistence helpers the loop calls (persist before notify); the turn state (`idle`, `running`,
-`awaiting_permission`); cancellation. One turn at a time. Built only by `core/factory.py`.
-Must not import pygls, lsprotocol, acp or adapters.
+Owns: `Session`, built only by `core/factory.py`. Adapters (LSP, ACP), the CLI and in-process clients use the
+public API below and nothing else (tests/unit/test_architecture.py checks the adapters and the CLI); the
+core's own modules (loop, toolbox, compaction, replay, history) use the declared parts.
+
+Public API (`Session.PUBLIC`):
+- identity and views: `id`, `cwd`, `title`, `turns`, `mode`, `model`, `provider_name`, `accepts_images`,
+  `created_at`, `updated_at`, `busy`, `closed`, `totals`; `status()` (the `agentd/session/status` result),
+  `todos()` (`agentd/session/todos`).
+- turns: `await prompt(blocks) -> stop_reason` (`end_turn`, `max_tokens`, `max_turn_requests`, `refusal`,
+  `cancelled`; one turn at a time, SessionBusyError otherwise), `cancel()`, `await compact()` (the
+  `agentd/session/compact` result).
+- settings that persist: `set_mode(mode_id)` (a signed `mode` record, then a `current_mode_update`);
+  `reload_instructions()` (read AGENTS.md files again: an `instructions` record and a new system prompt);
+  `instructions` (the project instructions in force).
+- the editor: `attach_editor(roots, documents, editor)` (the roots the tools may use, the open-buffer overlay,
+  the apply-edit bridge of the connection that holds the session).
+- events: `sink` (a callable receiving each session update, a dict in the wire shape of
+  `agentd.protocol.updates`, exactly once; an adapter frames and routes it) and `replay_updates()` (every
+  update of a `session/load` replay, built by the same builders as a live turn).
+- `close()`: flush and release the lock, ask the MCP servers to stop; idempotent. `await aclose()` also waits
+  for the MCP servers.
+Updates are emitted after what they report is persisted (persist before notify). Must not import pygls,
+lsprotocol, acp or adapters.
 """
 
 from __future__ import annotations
@@ -12,31 +32,46 @@ import asyncio
 import copy
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from ulid import ULID
-
-from agentd.audit import AuditLog
 from agentd.clock import Clock
 from agentd.config import Settings
+from agentd.core import events
+from agentd.core.compaction import compress
 from agentd.core.context import Context
+from agentd.core.history import replay_updates
 from agentd.core.hooks import Hooks
-from agentd.core.instructions import Instructions
+from agentd.core.instructions import Instructions, user_instructions_dir
+from agentd.core.instructions import load as load_instructions
+from agentd.core.journal import Journal, new_message_id
+from agentd.core.loop import run_turn
+from agentd.core.prompts import system_blocks
 from agentd.core.todos import TodoTracker
-from agentd.core.tokens import TokenTotals
+from agentd.core.tokens import TokenTotals, price_known
+from agentd.core.toolbox import Toolbox
+from agentd.core.window import learn_window
 from agentd.errors import UsageError
 from agentd.log import LineWriter
-from agentd.permissions.gate import Gate
-from agentd.persistence.store import SessionStore
-from agentd.providers.base import Provider
-from agentd.tools.base import ToolContext, model_text
-from agentd.tools.registry import ToolRegistry
+from agentd.persistence.records import (
+    InstructionsRecord,
+    ModeRecord,
+    PromptRecord,
+    Record,
+    TitleRecord,
+    UsageRecord,
+)
+from agentd.protocol import updates
+from agentd.protocol.session import MODE_IDS
+from agentd.providers.base import ModelResponse, Provider
+from agentd.sandbox import wire_state
+from agentd.tools.base import DocumentOverlay, EditorBridge, model_text
 
 log = logging.getLogger("agentd.session")
 
 EventSink = Callable[[dict[str, Any]], None]
+Block = dict[str, Any]
 
 INTERRUPTED_BEFORE = "interrupted before completion; the tool did not run"
 INTERRUPTED_AFTER = (
@@ -45,10 +80,10 @@ INTERRUPTED_AFTER = (
 
 
 class SessionBusyError(RuntimeError):
-    """A turn is already running in this session (PROTOCOL.md §11 `SessionBusy`)."""
+    """A turn or a compaction is already running in this session (PROTOCOL.md §11 `SessionBusy`)."""
 
 
-def clean_prompt(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def clean_prompt(blocks: list[Block]) -> list[Block]:
     """The prompt as it will be stored and sent: text made encodable (lone surrogates from undecodable
     terminal input become U+FFFD). Raises UsageError when nothing but empty or whitespace text is left: such a
     prompt would leave the history ending with the assistant's message, which the API rejects."""
@@ -66,135 +101,331 @@ def clean_prompt(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def new_message_id() -> str:
-    """A time-sortable id for a message, stable across replay (it is stored in the log)."""
-    return "msg_" + str(ULID()).lower()
-
-
-@dataclass
-class SessionParts:
-    """Everything a Session owns, created per session by the factory (no module-level state)."""
-
-    session_id: str
-    cwd: Path
-    settings: Settings
-    provider: Provider
-    registry: ToolRegistry
-    context: Context
-    todos: TodoTracker
-    hooks: Hooks
-    gate: Gate
-    audit: AuditLog
-    store: SessionStore
-    tool_ctx: ToolContext
-    system: list[dict[str, Any]]
-    tool_defs: list[dict[str, Any]]
-    clock: Clock
-    model_window: int
-    lines: LineWriter
-    secrets: list[str] = field(default_factory=list)
-    instructions: Instructions = field(default_factory=Instructions)
-    mcp: Any = None  # agentd.mcp.manager.MCPManager: the session's MCP servers, stopped with it
-
-
 class Session:
-    """A session. `prompt()` runs one turn (see core/loop.py); `cancel()` stops it.
+    """A session (see the module docstring for the public API). Built by `agentd.core.factory`."""
 
-    `sink` receives session updates (PROTOCOL.md §7 shapes, agentd.protocol.updates); set it per connection.
-    """
+    PUBLIC = frozenset(
+        {
+            "id", "cwd", "title", "turns", "mode", "model", "provider_name", "accepts_images", "created_at",
+            "updated_at", "busy", "closed", "totals", "status", "todos", "prompt", "cancel", "compact",
+            "set_mode", "attach_editor", "sink", "replay_updates", "close", "aclose", "instructions",
+            "reload_instructions", "learn_window",
+        }
+    )  # fmt: skip
 
-    def __init__(self, parts: SessionParts, sink: EventSink | None = None) -> None:
-        self.p = parts
-        self.id = parts.session_id
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        cwd: Path,
+        settings: Settings,
+        provider: Provider,
+        clock: Clock,
+        window_tokens: int,
+        system: list[Block],
+        tool_defs: list[dict[str, Any]],
+        context: Context,
+        tracker: TodoTracker,
+        hooks: Hooks,
+        toolbox: Toolbox,
+        journal: Journal,
+        lines: LineWriter,
+        secrets: list[str],
+        instructions: Instructions | None = None,
+        mcp: Any = None,
+        sink: EventSink | None = None,
+    ) -> None:
+        self.id = session_id
+        self.cwd = cwd
+        self.settings = settings
+        self.provider = provider
+        self.clock = clock
+        self.window_tokens = window_tokens  # the model's context window in use, tokens
+        self.system = system  # the static `system` blocks (CONTRACTS.md §4)
+        self.tool_defs = tool_defs  # the static `tools` definitions
+        self.context = context
+        self.tracker = tracker
+        self.hooks = hooks
+        self.toolbox = toolbox
+        self.journal = journal
+        self.lines = lines
+        self.secrets = secrets
+        self.instructions = instructions or Instructions()  # the project instructions in the system prompt
+        self.mcp = mcp  # agentd.mcp.manager.MCPManager: the session's MCP servers, stopped with it
         self.sink: EventSink = sink or (lambda _u: None)
         self.totals = TokenTotals()
-        self.state = "idle"
-        self.started_tool_ids: set[str] = set()
-        self.audited_ids: set[str] = set()
-        self.invalid_inputs: dict[str, str] = {}  # tool_use id -> invalid_arguments text (loop, H19)
+        self.state = "idle"  # idle | running | awaiting_permission
         self.turns = 0
         self.title: str | None = None
-        self.pending_notes: list[dict[str, Any]] = []  # text blocks that go with the next prompt (H3)
+        self.pending_notes: list[Block] = []  # text blocks owed to the model with the next prompt (H3)
         self._task: asyncio.Task[str] | None = None
+        self._compacting = False
 
-    # ---- events and persistence -------------------------------------------------------------------
+    # ---- views ---------------------------------------------------------------------------------------
+    @property
+    def p(self) -> SimpleNamespace:
+        """The parts by their first-milestone names, for in-process tests only (adapters and the CLI never
+        use it: tests/unit/test_architecture.py)."""
+        box = self.toolbox
+        return SimpleNamespace(
+            session_id=self.id, cwd=self.cwd, settings=self.settings, provider=self.provider, registry=box.registry,
+            context=self.context, todos=self.tracker, hooks=self.hooks, gate=box.gate, audit=box.audit,
+            tool_ctx=box.ctx, system=self.system, tool_defs=self.tool_defs, clock=self.clock,
+            model_window=self.window_tokens, lines=self.lines, secrets=self.secrets, store=self.journal.store,
+            instructions=self.instructions, mcp=self.mcp,
+        )  # fmt: skip
+
+    @property
+    def mode(self) -> str:
+        """The permission mode: `default`, `acceptEdits` or `readOnly` (PROTOCOL.md §6.1)."""
+        return self.toolbox.gate.mode
+
+    @property
+    def model(self) -> str:
+        return self.provider.model
+
+    @property
+    def provider_name(self) -> str:
+        return self.provider.name
+
+    @property
+    def accepts_images(self) -> bool:
+        """Whether prompts may carry images (the scripted provider takes none)."""
+        return self.provider.name != "scripted"
+
+    @property
+    def created_at(self) -> str | None:
+        return self.journal.meta.get("createdAt")
+
+    @property
+    def updated_at(self) -> str | None:
+        return self.journal.meta.get("updatedAt")
+
+    @property
+    def busy(self) -> bool:
+        """A turn or a compaction is running."""
+        return self._compacting or (self._task is not None and not self._task.done())
+
+    @property
+    def closed(self) -> bool:
+        return self.journal.closed
+
+    def status(self) -> dict[str, Any]:
+        """The `agentd/session/status` result (PROTOCOL.md §6.8)."""
+        t = self.totals
+        totals: dict[str, Any] = {"requests": t.requests, "inputTokens": t.input_tokens, "outputTokens": t.output_tokens,
+                                  "cacheReadTokens": t.cache_read_input_tokens,
+                                  "cacheWriteTokens": t.cache_creation_input_tokens}  # fmt: skip
+        if not t.cache_read_known:
+            totals["cacheReadKnown"] = False
+        ctx = self.context
+        out: dict[str, Any] = {
+            "sessionId": self.id, "cwd": str(self.cwd), "state": self.state if self.busy else "idle",
+            "mode": self.mode, "provider": self.provider_name, "model": self.model,
+            "context": {"usedTokens": ctx.estimated_tokens(), "windowTokens": self.window_tokens,
+                        "compressThresholdTokens": self.settings.compress_threshold(self.window_tokens),
+                        "messages": len(ctx), "compactions": ctx.compaction.compactions},
+            "totals": totals,
+        }  # fmt: skip
+        if price_known(self.model):
+            out["costEstimate"] = {"amount": round(t.cost_usd, 6), "currency": "USD"}
+        out["turns"] = self.turns
+        out["updatedAt"] = self.updated_at
+        out["sandbox"] = wire_state(self.toolbox.ctx.launcher)  # issue 12: what protects its commands
+        out["instructions"] = [f.to_json() for f in self.instructions.files]
+        return out
+
+    def todos(self) -> dict[str, Any]:
+        """The `agentd/session/todos` result (PROTOCOL.md §6.7): the list in agentd's statuses, the snapshot
+        bytes, and `updatedAt` once a snapshot was written."""
+        out: dict[str, Any] = {"todos": self.tracker.as_dicts(), "snapshot": self.tracker.snapshot_json()}
+        if self.tracker.written and self.journal.todos_at:
+            out["updatedAt"] = self.journal.todos_at
+        return out
+
+    # ---- commands ------------------------------------------------------------------------------------
+    def set_mode(self, mode_id: str) -> None:
+        """Change the permission mode (PROTOCOL.md §6.6): persisted (signed), then a `current_mode_update`.
+        Raises ValueError for an id that is not a mode (`MODE_IDS`), StorageError."""
+        if mode_id not in MODE_IDS:
+            raise ValueError(f"unknown mode {mode_id!r}; use default, acceptEdits or readOnly")
+        gate = self.toolbox.gate
+        self.journal.write(
+            ModeRecord(**gate.permission_record("mode", {"mode": mode_id}))
+        )  # signed (issue 12)
+        gate.mode = mode_id  # type: ignore[assignment]
+        self.emit(updates.current_mode_update(mode_id))
+
+    def attach_editor(
+        self, roots: list[Path], documents: DocumentOverlay | None = None, editor: EditorBridge | None = None
+    ) -> None:
+        """The connection that holds the session: `roots` the tools may use (the session's root first;
+        pinned from now on, H18), the open-buffer overlay and the apply-edit bridge (None: the disk)."""
+        ctx = self.toolbox.ctx
+        ctx.roots = list(roots)
+        ctx.documents = documents
+        ctx.editor = editor
+
+    def reload_instructions(self) -> Instructions:
+        """Read the project instructions again (issue 11): an `instructions` record, then the new system
+        prompt (one cache write on the next request). Raises UsageError while a turn runs, StorageError."""
+        if self.busy:
+            raise UsageError(f"A prompt is running in {self.id}; reload the instructions when it has ended.")
+        fresh = load_instructions(self.cwd, user_instructions_dir())
+        self.journal.write(InstructionsRecord(**fresh.record()))
+        self.instructions = fresh
+        self.system = system_blocks(self.cwd, fresh.text)
+        return fresh
+
+    async def learn_window(self) -> int:
+        """Ask the provider once for the window it serves (local servers, issue 17) and use it; returns the
+        window in tokens (`status()` and every `usage_update` report it)."""
+        return await learn_window(self)
+
+    def replay_updates(self) -> list[dict[str, Any]]:
+        """Every update of a `session/load` replay (PROTOCOL.md §6.2), read from the log on disk now; the
+        same builders as a live turn. Adapter-neutral: the caller frames and sends them."""
+        return replay_updates(self, self.journal.all_records())
+
+    # ---- turns ---------------------------------------------------------------------------------------
+    async def prompt(self, blocks: list[Block]) -> str:
+        """Run one turn for a user prompt (content blocks). Returns the stop reason (see module docstring);
+        a turn that gave the session its title ends with a `session_info_update`. Raises UsageError for an
+        empty prompt, SessionBusyError while a turn or compaction runs, ProviderError when the provider
+        fails for good, StorageError when the log cannot be written."""
+        blocks = clean_prompt(blocks)
+        if self.busy:
+            raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
+        titled = self.title is not None
+        self._task = asyncio.ensure_future(run_turn(self, blocks))
+        try:
+            stop = await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            stop = await self._finish_cancelled()
+        finally:
+            self.state = "idle"
+        if not titled and self.title is not None:
+            self.emit(updates.session_info_update(self.title, self.updated_at))
+        return stop
+
+    async def _finish_cancelled(self) -> str:
+        assert self._task is not None
+        if self._task.done() and not self._task.cancelled():
+            return self._task.result()
+        self._task.cancel()
+        try:
+            return await self._task
+        except asyncio.CancelledError:
+            return "cancelled"
+
+    def cancel(self) -> None:
+        """Cancel the running turn (if any); the prompt then answers `cancelled` (PROTOCOL.md §12.2)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def compact(self) -> dict[str, Any]:
+        """Compress now (PROTOCOL.md §6.9): `{compacted: false, reason: "too_short"}` when nothing can be cut;
+        otherwise the sizes before and after, and a `usage_update`. A cancel or a provider failure leaves the
+        history unchanged. Raises SessionBusyError while a turn runs, ProviderError."""
+        if self.busy:
+            raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
+        ctx = self.context
+        self._compacting = True
+        try:
+            tokens_before, messages_before = ctx.estimated_tokens(), len(ctx)
+            if not await compress(self, force=True):
+                return {"compacted": False, "reason": "too_short"}
+            self.update_meta()
+            self.emit(
+                events.context_usage(ctx.estimated_tokens(), self.totals, self.window_tokens, self.model)
+            )
+            return {"compacted": True, "tokensBefore": tokens_before, "tokensAfter": ctx.estimated_tokens(),
+                    "messagesBefore": messages_before, "messagesAfter": len(ctx)}  # fmt: skip
+        finally:
+            self._compacting = False
+
+    def close(self) -> None:
+        """Cancel a running turn, ask the session's MCP servers to stop (`aclose` waits for them), flush the
+        log and release the lock; the session is unusable afterwards. Idempotent; a failed final fsync is
+        logged (closing still releases the lock)."""
+        self.cancel()
+        if self.mcp is not None:
+            self.mcp.close_soon()
+        if self.journal.closed:
+            return
+        try:
+            self.journal.sync()
+        except Exception:
+            log.warning("session %s: final fsync failed", self.id, exc_info=True)
+        self.journal.close()
+
+    async def aclose(self) -> None:
+        """Wait for the observing user hooks (after_tool, turn_end) to finish, `close()`, then wait until the
+        session's MCP servers have stopped."""
+        hooks = getattr(self.toolbox.gate, "user_hooks", None)
+        if hooks is not None:
+            await hooks.drain()
+        self.close()
+        if self.mcp is not None:
+            await self.mcp.aclose()
+
+    # ---- the core's own steps (loop, compaction, replay) ----------------------------------------------
     def emit(self, update: dict[str, Any]) -> None:
-        """Send one update to the connection's sink. Callers persist first (persist before notify)."""
+        """Send one update to the sink. Callers persist first (persist before notify)."""
         try:
             self.sink(update)
         except Exception:  # a broken sink must not break the turn
             log.exception("session %s: update sink failed", self.id)
 
-    def persist_message(
-        self,
-        message: dict[str, Any],
-        message_id: str,
-        *,
-        fsync: bool = True,
-        cut: dict[str, str] | None = None,
-    ) -> None:
-        """Append one API message as sent (a `message` record). Large tool_result texts go to blobs.
-        `cut`: the tool_uses of this assistant reply cut off at max_tokens (name by id), recorded so that
-        replay restores the note owed to the model with the next prompt (issue 9 H3)."""
-        payload = self._message_payload(message, message_id)
-        if cut:
-            payload["cut"] = cut
-        self.p.store.append("message", payload, fsync=fsync)
+    def account(self, response: ModelResponse) -> None:
+        """One model response's usage: totals, a `usage` record, the stderr line, a `usage_update`."""
+        usage = response.usage
+        self.totals.add(usage, self.model)
+        self.journal.write(
+            UsageRecord(usage=usage.to_json(), model=response.model or self.model), fsync=False
+        )
+        self.lines(usage.accounting_line())
+        self.emit(events.usage(usage, self.totals, self.window_tokens, self.model))
 
-    def _message_payload(self, message: dict[str, Any], message_id: str) -> dict[str, Any]:
-        msg = copy.deepcopy(message)
-        blobs: dict[str, str] = {}
-        limit = self.p.settings.store.blob_min_bytes
-        for j, block in enumerate(msg.get("content", [])):
-            content = block.get("content") if block.get("type") == "tool_result" else None
-            if isinstance(content, str) and len(content.encode("utf-8")) >= limit:
-                blobs[str(j)] = self.p.store.write_blob(content.encode("utf-8"))
-                block["content"] = ""
-        payload: dict[str, Any] = {"messageId": message_id, "message": msg}
-        if blobs:
-            payload["blobs"] = blobs
-        return payload
+    def persist_message(self, message: Block, message_id: str, *, cut: dict[str, str] | None = None) -> None:
+        """Append one API message as sent (a `message` record, fsynced). Large tool_result texts go to
+        blobs; `cut`: this assistant reply's calls cut off at max_tokens (issue 9 H3)."""
+        self.journal.write(self.journal.message(message, message_id, cut=cut))
 
     def persist_prompt(
-        self,
-        blocks: list[dict[str, Any]],
-        message_id: str,
-        synthetic: list[dict[str, Any]],
-        notes: list[dict[str, Any]] | None = None,
+        self, blocks: list[Block], message_id: str, synthetic: list[Block], notes: list[Block] | None = None
     ) -> None:
         """Synthetic results for open tool_uses, the notes owed to the model (H3), then the prompt, in one
         write and one fsync (CONTRACTS §9)."""
-        records: list[tuple[str, dict[str, Any]]] = []
-        for block in synthetic:
-            msg = {"role": "user", "content": [block]}
-            records.append(("message", self._message_payload(msg, new_message_id())))
+        j = self.journal
+        records: list[Record] = [
+            j.message({"role": "user", "content": [b]}, new_message_id()) for b in synthetic
+        ]
         if notes:
-            msg = {"role": "user", "content": copy.deepcopy(notes)}
-            records.append(("message", self._message_payload(msg, new_message_id())))
-        records.append(("prompt", {"messageId": message_id, "content": copy.deepcopy(blocks)}))
-        records.append(
-            (
-                "message",
-                {"messageId": message_id, "message": {"role": "user", "content": copy.deepcopy(blocks)}},
-            )
-        )
-        self.p.store.append_many(records, fsync=True)
+            records.append(j.message({"role": "user", "content": notes}, new_message_id()))
+        records.append(PromptRecord(message_id=message_id, content=copy.deepcopy(blocks)))
+        records.append(j.message({"role": "user", "content": blocks}, message_id))
+        j.write(*records)
 
-    def synthetic_results(self) -> list[dict[str, Any]]:
+    def set_title(self, title: str) -> None:
+        self.title = title
+        self.journal.write(TitleRecord(title=title))
+
+    def synthetic_results(self) -> list[Block]:
         """`is_error` tool_results for every tool_use left open by a cancel or crash (CONTRACTS §9, §11)."""
         out = []
-        for tool_use_id in self.p.context.open_tool_use_ids():
-            text = INTERRUPTED_AFTER if tool_use_id in self.started_tool_ids else INTERRUPTED_BEFORE
+        for tool_use_id in self.context.open_tool_use_ids():
+            text = INTERRUPTED_AFTER if tool_use_id in self.toolbox.started else INTERRUPTED_BEFORE
             out.append({"type": "tool_result", "tool_use_id": tool_use_id, "content": text, "is_error": True})
         return out
 
     def update_meta(self) -> None:
         """Refresh meta.json (temp file, fsync, rename): turns, tokens, title, model."""
         t = self.totals
-        self.p.store.update_meta(
+        self.journal.update_meta(
             turns=self.turns,
             title=self.title,
-            model=self.p.provider.model,
+            model=self.model,
             tokens={
                 "input": t.input_tokens,
                 "output": t.output_tokens,
@@ -202,50 +433,3 @@ class Session:
                 "cacheWrite": t.cache_creation_input_tokens,
             },
         )
-
-    # ---- turns ------------------------------------------------------------------------------------
-    @property
-    def busy(self) -> bool:
-        return self._task is not None and not self._task.done()
-
-    async def prompt(self, blocks: list[dict[str, Any]]) -> str:
-        """Run one turn for a user prompt (content blocks). Returns the ACP stop reason:
-        `end_turn`, `max_tokens`, `max_turn_requests`, `refusal` or `cancelled`.
-        Raises `ProviderError` when the provider fails for good, `RuntimeError` when a turn is running."""
-        from agentd.core.loop import run_turn
-
-        blocks = clean_prompt(blocks)
-        if self.busy:
-            raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
-        self._task = asyncio.ensure_future(run_turn(self, blocks))
-        try:
-            return await asyncio.shield(self._task)
-        except asyncio.CancelledError:
-            if self._task.done() and not self._task.cancelled():
-                return self._task.result()
-            self._task.cancel()
-            try:
-                return await self._task
-            except asyncio.CancelledError:
-                return "cancelled"
-        finally:
-            self.state = "idle"
-
-    def cancel(self) -> None:
-        """Cancel the running turn (if any); the prompt then answers `cancelled` (PROTOCOL.md §12.2)."""
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-
-    def close(self) -> None:
-        """Release the lock and close the store; ask the session's MCP servers to stop (`aclose` waits for
-        them). The session object is unusable afterwards."""
-        self.cancel()
-        if self.p.mcp is not None:
-            self.p.mcp.close_soon()
-        self.p.store.close()
-
-    async def aclose(self) -> None:
-        """`close()`, then wait until the session's MCP servers have stopped."""
-        self.close()
-        if self.p.mcp is not None:
-            await self.p.mcp.aclose()

@@ -129,6 +129,11 @@ def snapshot_bytes(items: Sequence[TodoItem]) -> str:
     return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
 
 
+def plan_entries(items: Sequence[TodoItem]) -> list[dict[str, str]]:
+    """ACP `plan` entries (PROTOCOL.md §7.4): priority always `medium`, `done` -> `completed`."""
+    return [{"content": i.content, "priority": "medium", "status": _PLAN_STATUS[i.status]} for i in items]
+
+
 def has_tool_use(message: Mapping[str, Any]) -> bool:
     """True if an assistant message holds at least one `tool_use` block (one *round*, CONTRACTS.md §3)."""
     content = message.get("content")
@@ -233,11 +238,8 @@ class TodoTracker:
         return CARRY_OVER_HEADER + self.snapshot_json()
 
     def plan_entries(self) -> list[dict[str, str]]:
-        """ACP `plan` entries (PROTOCOL.md §7.4): priority always `medium`, `done` -> `completed`."""
-        return [
-            {"content": i.content, "priority": "medium", "status": _PLAN_STATUS[i.status]}
-            for i in self._snapshot
-        ]
+        """ACP `plan` entries (PROTOCOL.md §7.4) of the snapshot (`plan_entries`)."""
+        return plan_entries(self._snapshot)
 
     def plan_meta(self) -> dict[str, str]:
         """`_meta.agentd` of a `plan` update: `{"planId": "main", "snapshot": <snapshot text>}`."""

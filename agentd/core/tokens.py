@@ -156,6 +156,14 @@ def bill_tokens(usage: Usage) -> float:
     return (usage.input_tokens or 0) + 1.25 * w5m + 2.0 * w1h + 0.1 * (usage.cache_read_input_tokens or 0)
 
 
+def price_known(model: str) -> bool:
+    """True when the price table knows `model` (a `usage_update` then carries `cost`, PROTOCOL.md §7.2);
+    scripted and emulated models are known (they cost 0)."""
+    if model.startswith(("emu-", "scripted")):
+        return True
+    return any(model == name or model.startswith(name + "-") for name in PRICES)
+
+
 def cost_usd(usage: Usage, model: str) -> float:
     """Cost of one response in USD: bill_tokens at the input price + output tokens at the output price."""
     price_in, price_out = PRICES.get(model, DEFAULT_PRICE)

@@ -1,7 +1,7 @@
 """The context window a session works with (issue 17: "know the window"; PROTOCOL.md §4.3 `context.window_tokens`).
 
-Owns: `window_for(configured, tabled, served)` (the rule) and `learn_window(parts)` (asks the provider once,
-then sets `SessionParts.model_window`, which every front end reports). Must not import pygls, lsprotocol, acp
+Owns: `window_for(configured, tabled, served)` (the rule) and `learn_window(session)` (asks the provider once,
+then sets `Session.window_tokens`, which every front end reports; front ends call `Session.learn_window()`). Must not import pygls, lsprotocol, acp
 or adapters.
 
 The rule: a window the server says it serves (`Provider.served_window()`, OpenAI-compatible local servers) is a
@@ -24,24 +24,24 @@ def window_for(configured: int | None, tabled: int, served: int | None) -> int:
     return configured or tabled
 
 
-async def learn_window(parts: Any) -> int:
-    """Ask `parts.provider` for its served window (providers that can tell cache the answer) and set
-    `parts.model_window` by `window_for`. Returns the window in tokens. A failing probe keeps the window."""
-    ask = getattr(parts.provider, "served_window", None)
+async def learn_window(session: Any) -> int:
+    """Ask `session.provider` for its served window (providers that can tell cache the answer) and set
+    `session.window_tokens` by `window_for`. Returns the window in tokens. A failing probe keeps the window."""
+    ask = getattr(session.provider, "served_window", None)
     if ask is None:
-        return int(parts.model_window)
+        return int(session.window_tokens)
     try:
         served = await ask()
     except Exception as exc:  # a probe never ends a turn
         log.warning("the served window could not be read: %s", exc)
-        return int(parts.model_window)
+        return int(session.window_tokens)
     if served is not None:
         from agentd.providers.models import context_window
 
         window = window_for(
-            parts.settings.context.window_tokens, context_window(parts.provider.model), served
+            session.settings.context.window_tokens, context_window(session.provider.model), served
         )
-        if window != parts.model_window:
+        if window != session.window_tokens:
             log.info("context window: %d tokens (served %d)", window, served)
-        parts.model_window = window
-    return int(parts.model_window)
+        session.window_tokens = window
+    return int(session.window_tokens)

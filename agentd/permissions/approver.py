@@ -45,7 +45,8 @@ class ApprovalRequest:
     """One approval question. `timeout_s`: `permissions.approval_timeout_s`, seconds; `raw_input`: the
     tool_use input as the model gave it (for the editor's `rawInput`); `options`: the answers offered
     (PROTOCOL.md §6.10, built by the gate; empty: the four base options); `protected`: the protected-path
-    class that forced this question (issue 12 §3), which only a person may answer."""
+    class that forced this question (issue 12 §3), which only a person may answer; `kind`: the tool's ACP
+    kind (`read`, `edit`, `execute`, ...)."""
 
     session_id: str
     tool_use_id: str
@@ -56,6 +57,7 @@ class ApprovalRequest:
     raw_input: Any = None
     options: tuple[dict[str, Any], ...] = ()
     protected: str | None = None
+    kind: str = "other"
 
 
 @dataclass(frozen=True)

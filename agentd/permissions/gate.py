@@ -252,13 +252,20 @@ class Gate:
         return True
 
     async def decide(
-        self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None = None
+        self,
+        tool_name: str,
+        args: Any,
+        preview: Preview,
+        tool_use_id: str,
+        title: str | None = None,
+        kind: str = "other",
     ) -> Decision:
-        """The decision for a validated call; asks the approver when the order ends in "ask".
+        """The decision for a validated call; asks the approver when the order ends in "ask" (`title` and
+        the tool's ACP `kind` go into the question).
 
         Raises `asyncio.CancelledError` if the turn is cancelled while waiting (see `Decision.cancelled`)."""
         self._answers = []
-        decision = await self._decide(tool_name, args, preview, tool_use_id, title)
+        decision = await self._decide(tool_name, args, preview, tool_use_id, title, kind)
         if self._answers:
             decision = decision.model_copy(update={"hooks": [a.to_json() for a in self._answers]})
         self.log(tool_name, decision)
@@ -273,7 +280,7 @@ class Gate:
         self._write(f"[Permission] {name} -> {decision.decision} ({why})")
 
     async def _decide(
-        self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None
+        self, tool_name: str, args: Any, preview: Preview, tool_use_id: str, title: str | None, kind: str
     ) -> Decision:
         subject = self._subject(tool_name, preview)
         allow_grants = [Rule(tool=t, action="allow") for t in sorted(self.grants.allow_always)]
@@ -316,7 +323,7 @@ class Gate:
                 )
         asking = [v for v in parts if v.action != "allow"]
         ask_label = forced or _label(asking) or label
-        return await self._ask(tool_name, args, preview, tool_use_id, title, ask_label, subject, forced)
+        return await self._ask(tool_name, args, preview, tool_use_id, title, ask_label, subject, forced, kind)
 
     async def _hook_verdict(
         self, tool_name: str, args: Any, preview: Preview, tool_use_id: str
@@ -379,6 +386,7 @@ class Gate:
         label: str | None,
         subject: Subject,
         forced: str | None,
+        kind: str = "other",
     ) -> Decision:
         raw = args.model_dump() if isinstance(args, BaseModel) else args
         protected = forced.removeprefix("protected:") if forced and forced.startswith("protected:") else None
@@ -392,6 +400,7 @@ class Gate:
             raw_input=raw,
             options=tuple(self._options(tool_name, preview, subject, protected)),
             protected=protected,
+            kind=kind,
         )
         outcome = await self._wait_for_answer(req)
         return self._from_outcome(tool_name, outcome, label, req)

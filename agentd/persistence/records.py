@@ -1,42 +1,216 @@
-"""Session log records: the line format of `log.jsonl` (CONTRACTS.md §9).
+"""Session log records: the vocabulary and the line format of `log.jsonl` (CONTRACTS.md §9).
 
-Owns: `LOG_VERSION`, the record kinds, `scan_log` (decoding a whole log, finding a torn tail), and the byte-exact encoding of one record per line:
+Owns: `LOG_VERSION`; one pydantic model per record kind (`MetaRecord`, `PromptRecord`, `MessageRecord`,
+`ToolCallRecord`, `ToolStartedRecord`, `TodosRecord`, `GrantRecord`, `ModeRecord`, `TitleRecord`,
+`UsageRecord`, `CompactionRecord`, `InstructionsRecord`, `WithdrawnRecord`: `LogRecord` is their union) with `payload()` (what the writer appends) and
+`parse_record()` (what replay reads); the kinds (`KINDS`, from the models); `scan_log` (decoding a whole log,
+finding a torn tail); and the byte-exact encoding of one record per line:
 `{"v":1,"seq":N,"at":"<RFC 3339 UTC>","kind":K,...payload}` + `\\n`, compact separators, UTF-8 kept as is,
 payload keys in insertion order (so content block lists stay block lists and the same history always
 yields the same bytes, CONTRACTS.md §6). Readers skip kinds they do not know; a newer `v` is refused by the
 store (agentd/persistence/store.py).
+The session's `Journal` (agentd/core/journal.py) is the only writer of these records; replay
+(agentd/core/replay.py), the load replay (agentd/core/history.py) and the read-only views read them.
 Must not import pygls, lsprotocol, acp or agentd.adapters; imports only `agentd.errors` from agentd.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from agentd.errors import StorageError, UnsupportedSessionVersion
 
 LOG_VERSION = 1
 
-KINDS = frozenset(
-    {
-        "meta",  # session id, cwd, directories, provider, model, instructions (files and text)
-        "prompt",  # the prompt's original content blocks and its messageId
-        "message",  # an API message exactly as sent, with its messageId; one record per tool_result
-        "tool_call",  # final state: status, rawInput, rawOutput summary, diff/locations, decided_by
-        "tool_started",  # written and fsynced right before a tool runs
-        "todos",  # each successful todo_write snapshot
-        "grant",  # an "always" permission grant
-        "mode",  # a session mode change
-        "title",  # the session title
-        "usage",  # one per model request
-        "compaction",  # which messages the active context replaces (nothing is deleted)
-        "instructions",  # a reload of the project instructions (files and exact text)
-        "withdrawn",  # a failed turn's unanswered prompt, taken back out of the active context (issue 17)
-    }
+
+class Record(BaseModel):
+    """A log record's payload (the envelope `v`, `seq`, `at`, `kind` is the store's). Field names are the
+    logged camelCase keys; `payload()` keeps the fields the writer set, in declaration order, so the same
+    record always yields the same bytes. Unknown fields (a newer agentd) are kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
+    kind: ClassVar[str]
+
+    def payload(self) -> dict[str, Any]:
+        """The payload as appended: set fields only (an explicit None stays `null`), camelCase keys."""
+        return self.model_dump(by_alias=True, exclude_unset=True)
+
+
+class MetaRecord(Record):
+    """Record 1 of every log: who wrote it and where the session works."""
+
+    kind: ClassVar[str] = "meta"
+    session_id: str
+    agentd_version: str | None = None
+    cwd: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    directories: list[str] = Field(default_factory=list)
+    instructions: dict[str, Any] | None = (
+        None  # the project instructions read at start (files and exact text)
+    )
+
+
+class PromptRecord(Record):
+    """A user prompt's original content blocks (before any merge with tool_results)."""
+
+    kind: ClassVar[str] = "prompt"
+    message_id: str
+    content: list[dict[str, Any]]
+
+
+class MessageRecord(Record):
+    """One API message exactly as sent (a tool_result is one user message of its own; replay joins
+    consecutive user records). `blobs`: block index -> blob ref of a large tool_result text; `cut`: tool
+    name by id of this assistant reply's calls cut off at max_tokens (issue 9 H3)."""
+
+    kind: ClassVar[str] = "message"
+    message_id: str
+    message: dict[str, Any]
+    blobs: dict[str, str] | None = None
+    cut: dict[str, str] | None = None
+
+    def restore(self, read_blob: Callable[[str], bytes]) -> dict[str, Any]:
+        """The API message with blob-backed tool_result texts read back (`restore_message`)."""
+        return restore_message({"message": self.message, "blobs": self.blobs}, read_blob)
+
+
+def restore_message(payload: Mapping[str, Any], read_blob: Callable[[str], bytes]) -> dict[str, Any]:
+    """The API message of a `message` record (payload or whole decoded record), with blob-backed tool_result
+    texts read back. Read-only for the caller: nothing is copied but the blocks whose text comes from a blob,
+    so a resume costs a small constant times parsing the log (TESTING.md §5.2 `resume_ratio`)."""
+    msg: dict[str, Any] = payload["message"]
+    blobs = payload.get("blobs")
+    if blobs:
+        content = list(msg["content"])
+        for j, ref in blobs.items():
+            content[int(j)] = {**content[int(j)], "content": read_blob(ref).decode("utf-8")}
+        msg = {**msg, "content": content}
+    return msg
+
+
+class ToolCallRecord(Record):
+    """The final state of one tool call. `diff` may hold `oldTextBlob`/`newTextBlob` refs instead of texts,
+    `outputBlob` the whole output when it was large (case C07)."""
+
+    kind: ClassVar[str] = "tool_call"
+    tool_call_id: str
+    status: str
+    title: str | None = None
+    tool_kind: str | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+    diff: dict[str, Any] | None = None
+    locations: list[dict[str, Any]] | None = None
+    decided_by: str | None = None
+    output_blob: str | None = None
+
+
+class ToolStartedRecord(Record):
+    """Written and fsynced right before a tool runs (the synthetic result then says its outcome is unknown)."""
+
+    kind: ClassVar[str] = "tool_started"
+    tool_call_id: str
+
+
+class TodosRecord(Record):
+    """A successful todo_write snapshot: `[{"content", "status"}]`."""
+
+    kind: ClassVar[str] = "todos"
+    todos: list[dict[str, Any]]
+
+
+class GrantRecord(Record):
+    """An "always" answer: `grant` is `allow_always` or `reject_always` for the exact `tool` name."""
+
+    kind: ClassVar[str] = "grant"
+    tool: str
+    grant: str
+
+
+class ModeRecord(Record):
+    kind: ClassVar[str] = "mode"
+    mode: str
+
+
+class TitleRecord(Record):
+    kind: ClassVar[str] = "title"
+    title: str | None = None
+
+
+class UsageRecord(Record):
+    """One model request's usage (`Usage.to_json()`: camelCase counts, null = not reported) and model."""
+
+    kind: ClassVar[str] = "usage"
+    usage: dict[str, Any] = Field(default_factory=dict)
+    model: str = ""
+
+
+class CompactionRecord(Record):
+    """The first `replaced` active messages were replaced by `summary` (and `ack`); nothing is deleted."""
+
+    kind: ClassVar[str] = "compaction"
+    replaced: int
+    summary: dict[str, Any]
+    ack: dict[str, Any] | None = None
+
+
+class InstructionsRecord(Record):
+    """A reload of the project instructions (agentd.core.instructions): the files read and the exact text."""
+
+    kind: ClassVar[str] = "instructions"
+    files: list[dict[str, Any]] = Field(default_factory=list)
+    text: str = ""
+
+
+class WithdrawnRecord(Record):
+    """A failed turn's unanswered prompt (`messageId`), taken back out of the active context (issue 17)."""
+
+    kind: ClassVar[str] = "withdrawn"
+    message_id: str
+    reason: str = ""
+
+
+LogRecord = (
+    MetaRecord
+    | PromptRecord
+    | MessageRecord
+    | ToolCallRecord
+    | ToolStartedRecord
+    | TodosRecord
+    | GrantRecord
+    | ModeRecord
+    | TitleRecord
+    | UsageRecord
+    | CompactionRecord
+    | InstructionsRecord
+    | WithdrawnRecord
 )
+MODELS: dict[str, type[Record]] = {
+    m.kind: m
+    for m in (
+        MetaRecord, PromptRecord, MessageRecord, ToolCallRecord, ToolStartedRecord, TodosRecord, GrantRecord,
+        ModeRecord, TitleRecord, UsageRecord, CompactionRecord, InstructionsRecord, WithdrawnRecord,
+    )
+}  # fmt: skip
+KINDS = frozenset(MODELS)
+
+
+def parse_record(record: Mapping[str, Any]) -> Record | None:
+    """The typed payload of a decoded record (envelope keys dropped), or None for a kind this agentd does not
+    know (readers skip it). Raises pydantic.ValidationError when a known kind lacks a required field."""
+    model = MODELS.get(str(record.get("kind")))
+    if model is None:
+        return None
+    return model.model_validate({k: v for k, v in record.items() if k not in ENVELOPE_KEYS})
+
 
 ENVELOPE_KEYS = ("v", "seq", "at", "kind")
 

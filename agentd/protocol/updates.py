@@ -2,15 +2,16 @@
 
 Owns: one pydantic model per §7.2 variant agentd sends (`AgentMessageChunk`, `AgentThoughtChunk`,
 `UserMessageChunk`, `ToolCall`, `ToolCallUpdate`, `Plan`, `UsageUpdate`, `SessionInfoUpdate`,
-`CurrentModeUpdate`, and the agentd-only `Retry`), `SessionUpdate` (their union, discriminated on `sessionUpdate`), and the builders the
-core calls. The models are the single source of the editor clients' update types (PROTOCOL.md §13); they
-allow unknown properties and keep `_meta`, so they accept both a builder's output and what the LSP bridge
-sends after normalising it (`agentd.adapters.lsp.bridge`: `messageId` moved to the top level of chunks,
-`used`/`size`/`cost` filled in on usage updates, `decision`/`durationMs` added to terminal tool updates).
+`CurrentModeUpdate`, and the agentd-only `Retry`), `SessionUpdate` (their union, discriminated on
+`sessionUpdate`), and the builders: one per variant, typed values in, the update exactly as it goes on the
+wire out. The models are the single source of the editor clients' update types (PROTOCOL.md §13); they
+allow unknown properties and keep `_meta`.
 
-Each builder returns the `update` object of `agentd/session/update {sessionId, update}`; agentd's own data
-goes under `_meta.agentd`. The core only ever calls the builders; their output dicts are the contract the
-core and its tests rely on, and `tests/unit/test_protocol_codegen.py` validates each against its model.
+Each builder returns the `update` object of `agentd/session/update {sessionId, update}` (agentd's own data
+under `_meta.agentd`). The core computes every value (`messageId`, `used`/`size`/`cost`, `decision`,
+`decidedBy`, `optionId`, `durationMs`: agentd.core.events) and calls these builders once per update, for a
+live turn and for the `session/load` replay alike; adapters only frame what the core emits.
+`tests/unit/test_protocol_codegen.py` validates every builder's output against its model.
 """
 
 from __future__ import annotations
@@ -37,11 +38,7 @@ class _Update(WireModel):
 
 class _Chunk(_Update):
     content: ContentBlock
-    message_id: str | None = Field(
-        None,
-        description="Chunks with one messageId form one message. On the wire it is top-level; the core's "
-        "builder keeps it under `_meta.agentd` until the adapter normalises it.",
-    )
+    message_id: str | None = Field(None, description="Chunks with one messageId form one message.")
 
 
 class AgentMessageChunk(_Chunk):
@@ -128,8 +125,8 @@ class Plan(_Update):
 
 
 class UsageUpdate(_Update):
-    """After every model response and after compression (§7.2). `used`/`size` are always set on the wire
-    (the core's builder carries the raw usage under `_meta.agentd` and the adapter fills them in)."""
+    """After every model response, after compression and at the end of a replay (§7.2). `used`: context
+    tokens; `size`: the model's window; `cost`: the session's total so far, when the model's price is known."""
 
     session_update: Literal["usage_update"]
     used: int | None = None
@@ -185,18 +182,41 @@ def _meta(**agentd: Any) -> dict[str, Any]:
     return {"agentd": {k: v for k, v in agentd.items() if v is not None}}
 
 
+def _chunk(kind: str, message_id: str | None, content: dict[str, Any]) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": content, "messageId": message_id}
+
+
 def agent_message_chunk(message_id: str, text: str, retracts: str | None = None) -> dict[str, Any]:
-    return {
-        "sessionUpdate": "agent_message_chunk",
-        "content": {"type": "text", "text": text},
-        "_meta": _meta(messageId=message_id, retracts=retracts),
-    }
+    """Streamed (or replayed) assistant text; `retracts`: the messageId of a reply a retry voided (§7.2)."""
+    update = _chunk("agent_message_chunk", message_id, {"type": "text", "text": text})
+    if retracts:
+        update["_meta"] = _meta(retracts=retracts)
+    return update
+
+
+def agent_thought_chunk(message_id: str | None, text: str) -> dict[str, Any]:
+    return _chunk("agent_thought_chunk", message_id, {"type": "text", "text": text})
+
+
+def user_message_chunk(message_id: str | None, content: dict[str, Any]) -> dict[str, Any]:
+    """One stored prompt block (a ContentBlock: text, or image `{type, data, mimeType}`), replay only."""
+    return _chunk("user_message_chunk", message_id, content)
+
+
+def tool_content(diff: dict[str, Any] | None, text: str | None) -> list[dict[str, Any]]:
+    """A tool call's `content` (§7.3): its diff (`{"path", "oldText", "newText"}`) first, then its text."""
+    content: list[dict[str, Any]] = [{"type": "diff", **diff}] if diff else []
+    if text is not None:
+        content.append({"type": "content", "content": {"type": "text", "text": text}})
+    return content
 
 
 def tool_call(
-    tool_call_id: str, title: str, kind: str, raw_input: Any, status: str = "pending"
+    tool_call_id: str, title: str, kind: str, raw_input: Any, status: str = "pending", **fields: Any
 ) -> dict[str, Any]:
-    return {
+    """`tool_call`: `pending` when the model finished its input; with its final state during a replay.
+    `fields`: `content`, `rawOutput`, `locations` (None or empty: left out) and `meta` (`_meta.agentd`)."""
+    update: dict[str, Any] = {
         "sessionUpdate": "tool_call",
         "toolCallId": tool_call_id,
         "title": title,
@@ -204,27 +224,53 @@ def tool_call(
         "status": status,
         "rawInput": raw_input,
     }
+    return _with_fields(update, fields)
 
 
 def tool_call_update(tool_call_id: str, status: str, **fields: Any) -> dict[str, Any]:
+    """`tool_call_update`: `in_progress`, or the terminal `completed` / `failed` with `content`,
+    `rawOutput`, `locations` and `meta` (`_meta.agentd`: decision, decidedBy, optionId, durationMs, ...)."""
     update: dict[str, Any] = {
         "sessionUpdate": "tool_call_update",
         "toolCallId": tool_call_id,
         "status": status,
     }
+    return _with_fields(update, fields)
+
+
+def _with_fields(update: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     meta = fields.pop("meta", None)
-    update.update({k: v for k, v in fields.items() if v is not None})
+    update.update({k: v for k, v in fields.items() if v is not None and v != []})
     if meta:
         update["_meta"] = {"agentd": meta}
     return update
 
 
 def plan(entries: list[dict[str, Any]], snapshot: str) -> dict[str, Any]:
+    """The whole TODO list (§7.4); `snapshot`: the todo_write snapshot bytes."""
     return {"sessionUpdate": "plan", "entries": entries, "_meta": _meta(planId="main", snapshot=snapshot)}
 
 
-def usage_update(usage: dict[str, Any], totals: dict[str, Any], line: str) -> dict[str, Any]:
-    return {"sessionUpdate": "usage_update", "_meta": _meta(usage=usage, totals=totals, line=line)}
+def usage_update(
+    used: int, size: int, cost: float | None = None, request: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`used`/`size` in tokens; `cost` in USD (left out when the price is unknown); `request`: the counts of
+    the request just answered (`_meta.agentd.request`), left out for a replay's or a compaction's update."""
+    update: dict[str, Any] = {"sessionUpdate": "usage_update", "used": used, "size": size}
+    if cost is not None:
+        update["cost"] = {"amount": round(cost, 6), "currency": "USD"}
+    if request is not None:
+        update["_meta"] = {"agentd": {"request": request}}
+    return update
+
+
+def session_info_update(title: str | None, updated_at: str | None) -> dict[str, Any]:
+    """The stored title and `updatedAt` (both sent, `null` included: null clears)."""
+    return {"sessionUpdate": "session_info_update", "title": title, "updatedAt": updated_at}
+
+
+def current_mode_update(mode_id: str) -> dict[str, Any]:
+    return {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}
 
 
 def retry(attempt: int, delay_s: float, message: str, http_status: int | None = None) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typing import Any, cast
 
 from agentd.clock import Clock, SystemClock
 from agentd.errors import ContextExceeded, ProviderError
-from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
+from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage, is_local
 from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 
 log = logging.getLogger("agentd.providers.anthropic")
@@ -201,8 +201,6 @@ def connection_error(
     `base_url` is named in the text (or None when `service` names it); `url` (default `base_url`) is the
     endpoint, for the rule that a refused connection to this machine (nothing listens there) gets
     `LOCAL_REFUSED_ATTEMPTS` attempts at most."""
-    from agentd.providers.factory import is_local
-
     where = f" at {base_url}" if base_url else ""
     target = url or base_url
     if _refused(exc) and is_local(target):

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+from urllib.parse import urlparse
 
 from agentd.clock import Clock
 from agentd.errors import ProviderError
@@ -176,6 +177,14 @@ class Provider(Protocol):
     async def stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def is_local(base_url: str | None) -> bool:
+    """True when `base_url` points at this machine (Ollama, llama.cpp and vLLM need no key there)."""
+    return bool(base_url) and (urlparse(base_url).hostname or "") in LOCAL_HOSTS
 
 
 DEFAULT_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)

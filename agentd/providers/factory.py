@@ -12,24 +12,17 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from agentd.clock import Clock, SystemClock
 from agentd.errors import ConfigError, MissingCredentials
-from agentd.providers.base import Provider
+from agentd.providers.base import Provider, is_local
 from agentd.providers.http import ClientPool
 from agentd.providers.models import DEFAULT_MODELS
 
 PROVIDERS = ("anthropic", "openai", "scripted")
 DEFAULT_KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 DEFAULT_URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 PLACEHOLDER_KEY = "not-needed"
-
-
-def is_local(base_url: str | None) -> bool:
-    """True when `base_url` points at this machine (Ollama, llama.cpp and vLLM need no key there)."""
-    return bool(base_url) and (urlparse(base_url).hostname or "") in LOCAL_HOSTS
 
 
 def _option(options: Any, key: str) -> Any:

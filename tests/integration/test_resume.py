@@ -65,7 +65,9 @@ async def test_cancel_during_run_command_then_resume_gives_a_valid_request(make_
             "sessionUpdate": "tool_call_update",
             "toolCallId": "toolu_scr_1_2",
             "status": "failed",
-            "_meta": {"agentd": {"cancelled": True, "decidedBy": "cancel"}},
+            "_meta": {
+                "agentd": {"decision": "deny", "decidedBy": "cancel", "durationMs": 0, "cancelled": True}
+            },
         }
     ]
     h.session.close()

@@ -199,3 +199,99 @@ def test_the_start_up_path_imports_no_lsp_library_or_sdk() -> None:
                 external.add(_first(m))
     heavy = {"pygls", "lsprotocol", "cattrs", "attrs", "anthropic", "openai", "httpx2"}
     assert (sorted(external & heavy), "agentd.core.session" in seen) == ([], False)
+
+
+def _session_attributes(path: Path) -> list[tuple[str, int, str]]:
+    """Attributes read or written on a Session in `path`: `session.X`, `<expr>.session.X`, and in the adapters
+    (whose handlers name it so: `s = hosted.session`) `s.X`."""
+    names = ("session", "s") if _rel(path).startswith("agentd/adapters/") else ("session",)
+    out = []
+    for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(n, ast.Attribute):
+            continue
+        base = n.value
+        if (isinstance(base, ast.Name) and base.id in names) or (
+            isinstance(base, ast.Attribute) and base.attr == "session"
+        ):
+            out.append((_rel(path), n.lineno, n.attr))
+    return out
+
+
+def test_adapters_and_the_cli_use_only_the_session_api() -> None:
+    """Issue 10 Part 1: adapters and the command line's front ends ask the Session (its documented public API),
+    never reach into its parts (`session.p`, the Context, the store, private attributes)."""
+    from agentd.core.session import Session
+
+    fronts = ("agentd/cli.py", "agentd/terminal.py", "agentd/demo.py")
+    front = [p for p in _modules() if _rel(p).startswith("agentd/adapters/") or _rel(p) in fronts]
+    bad = [a for p in front for a in _session_attributes(p) if a[2] not in Session.PUBLIC]
+    assert bad == []
+
+
+def test_only_the_journal_appends_to_a_session_log() -> None:
+    """Issue 10 Part 1: one writer owned by the session. Outside the store itself, only agentd/core/journal.py
+    calls a store's `append` / `append_many`."""
+    writers = sorted(
+        {
+            _rel(p)
+            for p in _modules()
+            if _rel(p) != "agentd/persistence/store.py"
+            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("append", "append_many")
+            and "store" in ast.unparse(n.func.value).lower()
+        }
+    )
+    assert writers == ["agentd/core/journal.py"]
+
+
+def _runtime_graph() -> dict[str, set[str]]:
+    """Module -> the agentd modules it imports when it runs (module level or inside functions; imports under
+    `if TYPE_CHECKING:` left out)."""
+
+    def name(p: Path) -> str:
+        parts = list(p.relative_to(ROOT).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    mods = {name(p): p for p in _modules()}
+    graph: dict[str, set[str]] = {}
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = {
+            id(x)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+            for x in ast.walk(n)
+        }
+        found: set[str] = set()
+        for n in ast.walk(tree):
+            if id(n) in skip:
+                continue
+            if isinstance(n, ast.Import):
+                found |= {a.name for a in n.names}
+            elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+                found |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+        graph[mod] = {m for m in found if m in mods and m != mod}
+    return graph
+
+
+def test_no_import_cycle_through_the_core_and_its_leaves() -> None:
+    """STYLE.md: no import cycles. No module of agentd.core, agentd.persistence, agentd.protocol,
+    agentd.providers or agentd.clock imports (at run time) something that imports it back."""
+    graph = _runtime_graph()
+    mine = ("agentd.core", "agentd.persistence", "agentd.protocol", "agentd.providers", "agentd.clock")
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            m = todo.pop()
+            if m == goal:
+                return True
+            if m not in seen:
+                seen.add(m)
+                todo.extend(graph.get(m, ()))
+        return False
+
+    cycles = sorted(m for m in graph if m.startswith(mine) and reaches(m, m))
+    assert cycles == []

@@ -103,14 +103,36 @@ _BUILT = [
             ],
             rawOutput={"bytes": 12, "appliedVia": "disk"},
             locations=[{"path": "/p/CHANGELOG.md", "line": 1}],
-            meta={"decidedBy": "user"},
+            meta={"decision": "allow", "decidedBy": "user", "optionId": "allow_once", "durationMs": 12},
         ),
         updates.ToolCallUpdate,
     ),
     (
-        updates.tool_call_update("toolu_04", "failed", meta={"cancelled": True, "decidedBy": "cancel"}),
+        updates.tool_call_update(
+            "toolu_04",
+            "failed",
+            meta={"decision": "deny", "decidedBy": "cancel", "durationMs": 0, "cancelled": True},
+        ),
         updates.ToolCallUpdate,
     ),
+    (
+        updates.tool_call(
+            "toolu_05",
+            "Write x",
+            "edit",
+            {"path": "x"},
+            "completed",
+            content=updates.tool_content({"path": "/p/x", "oldText": None, "newText": "x\n"}, "ok"),
+            rawOutput={"bytes": 2},
+            locations=[{"path": "/p/x", "line": 1}],
+            meta={"decidedBy": "rule"},
+        ),
+        updates.ToolCall,
+    ),
+    (updates.agent_thought_chunk("msg_03", "Thinking"), updates.AgentThoughtChunk),
+    (updates.user_message_chunk("msg_04", {"type": "text", "text": "Fix it"}), updates.UserMessageChunk),
+    (updates.session_info_update("Fix it", None), updates.SessionInfoUpdate),
+    (updates.current_mode_update("readOnly"), updates.CurrentModeUpdate),
     (
         updates.plan([{"content": "Fix the parser bug", "priority": "medium", "status": "completed"}], "{}"),
         updates.Plan,
@@ -119,9 +141,15 @@ _BUILT = [
     (updates.retry(1, 4.0, "Anthropic is unavailable (HTTP 529): Overloaded", 529), updates.Retry),
     (updates.retry(2, 0.5, "Anthropic stream failed (overloaded_error)"), updates.Retry),
     (
-        updates.usage_update({"inputTokens": 3, "outputTokens": 96}, {"costUsd": 0.1}, "[turn]"),
+        updates.usage_update(
+            12403,
+            200000,
+            0.1,
+            {"inputTokens": 3, "outputTokens": 96, "cacheReadTokens": 12304, "cacheWriteTokens": 0},
+        ),
         updates.UsageUpdate,
     ),
+    (updates.usage_update(9000, 200000), updates.UsageUpdate),
 ]
 
 
@@ -141,19 +169,23 @@ def test_every_builder_output_validates_against_its_model(built: dict[str, Any],
 @pytest.mark.parametrize(
     ("built", "model"), _BUILT, ids=[f"{m.__name__}-{i}" for i, (_, m) in enumerate(_BUILT)]
 )
-def test_what_the_lsp_bridge_sends_validates_against_the_same_model(
-    built: dict[str, Any], model: type
-) -> None:
+def test_the_lsp_bridge_sends_the_core_update_unchanged(built: dict[str, Any], model: type) -> None:
+    """Issue 10 Part 1: the core emits each update once, in its wire shape; the LSP adapter only frames it."""
     from agentd.adapters.lsp.bridge import SessionBridge
 
+    sent: list[tuple[str, dict[str, Any]]] = []
     bridge = SessionBridge()
-    bridge.emit(updates.tool_call("toolu_03", "Write x", "edit", {}))  # so terminal updates know the title
-    wire = bridge.wire_update(built)
-    assert type(TypeAdapter(updates.SessionUpdate).validate_python(wire)) is model
+    bridge.conn = type("Conn", (), {"notify_update": lambda self, sid, u: sent.append((sid, u))})()  # type: ignore[assignment]
+    bridge.session = type("S", (), {"id": "sess_1"})()  # type: ignore[assignment]
+    bridge.emit(built)
+    assert (
+        sent == [("sess_1", built)]
+        and type(TypeAdapter(updates.SessionUpdate).validate_python(built)) is model
+    )
     if model is updates.AgentMessageChunk:
-        assert wire["messageId"] == built["_meta"]["agentd"]["messageId"]
+        assert built["messageId"] and "messageId" not in built.get("_meta", {}).get("agentd", {})
     if model is updates.UsageUpdate:
-        assert {"used", "size"} <= set(wire)
+        assert {"used", "size"} <= set(built)
 
 
 def _protocol_md_updates() -> list[dict[str, Any]]:

@@ -1,24 +1,22 @@
 """Between one core Session and the LSP connection that holds it (PROTOCOL.md §6.10, §7, §9, §10.2).
 
 Owns: `SessionBridge`, built per session before the session itself and handed to the factory as its
-event sink (`emit`), line writer (`line`) and `Approver` (`request`). It turns core updates into
-`agentd/session/update` notifications in the wire shape of §7.2 (`messageId` on chunks, `used`/`size`/
-`cost` on usage updates, `decision`/`decidedBy`/`optionId`/`durationMs` on terminal tool updates), forwards
-operator lines as `window/logMessage` type 4, and asks the editor: `agentd/session/requestPermission` when
-the client declared `experimental.agentd.requestPermission`, else the `window/showMessageRequest` fallback
-of §9. A withdrawn question (timeout, cancelled turn) is cancelled with `$/cancelRequest` and a late answer
-is ignored. A bridge without a connection (a `--resume` session not yet loaded) drops updates and denies.
+event sink (`emit`), line writer (`line`) and `Approver` (`request`). It frames the core's updates, which
+arrive in their wire shape (the core computes every field), as `agentd/session/update` notifications to the
+connection that holds the session, forwards operator lines as `window/logMessage` type 4, and asks the
+editor: `agentd/session/requestPermission` when the client declared `experimental.agentd.requestPermission`,
+else the `window/showMessageRequest` fallback of §9. A withdrawn question (timeout, cancelled turn) is
+cancelled with `$/cancelRequest` and a late answer is ignored. A bridge without a connection (a `--resume`
+session not yet loaded) drops updates and denies. It reads the session only through its public API.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import itertools
 import json
 import logging
 import os
-import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -36,20 +34,6 @@ log = logging.getLogger("agentd.lsp.bridge")
 _ids = itertools.count(1)
 FALLBACK_ACTIONS = (("Allow once", "allow_once"), ("Always allow", "allow_always"), ("Deny", "reject_once"))
 DIFF_MAX_LINES = 200
-DENY_BY = frozenset({"invalid_input", "unknown_tool", "cancel", "timeout"})
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def price_known(model: str) -> bool:
-    """True when agentd's price table knows `model` (else `cost` is omitted, PROTOCOL.md §7.2)."""
-    from agentd.core.tokens import PRICES
-
-    if model.startswith(("emu-", "scripted")):
-        return True
-    return any(model == name or model.startswith(name + "-") for name in PRICES)
 
 
 def _diff_counts(diff: str | None) -> tuple[int, int]:
@@ -74,97 +58,35 @@ def _first_changed_line(old: str | None, new: str | None) -> int:
 
 
 class SessionBridge:
-    """The sink, line writer and approver of one session (see the module docstring)."""
+    """The sink, line writer and approver of one session (see the module docstring). `on_state`: called
+    with a short text while a turn waits for something (work-done progress), set per turn."""
 
     def __init__(self) -> None:
         self.conn: Connection | None = None
         self.session: Session | None = None
+        self.on_state: Any = None
         self._titles: dict[str, str] = {}
-        self._started: dict[str, float] = {}
-        self._options: dict[str, str] = {}
-        self.todos_at: str | None = None
-        self.on_state: Any = None  # callable(message) for work-done progress reports, set per turn
 
     def attach(self, conn: Connection | None, session: Session) -> None:
         self.conn, self.session = conn, session
 
     # ---- updates ------------------------------------------------------------------------------------
     def emit(self, update: dict[str, Any]) -> None:
-        """The Session's event sink: normalise to the wire shape and notify (persist-before-notify is the
-        core's job; this only sends)."""
-        wire = self.wire_update(update)
-        kind = wire.get("sessionUpdate")
-        if kind == "plan":
-            self.todos_at = utc_now()
+        """The Session's event sink: notify the holding connection of the update as the core built it."""
+        self._progress(update)
         if self.conn is not None and self.session is not None:
-            self.conn.notify_update(self.session.id, wire)
+            self.conn.notify_update(self.session.id, update)
 
-    def wire_update(self, update: dict[str, Any]) -> dict[str, Any]:
-        u = copy.deepcopy(update)
-        kind = u.get("sessionUpdate")
-        meta = (u.get("_meta") or {}).get("agentd") or {}
-        if kind == "agent_message_chunk":
-            out: dict[str, Any] = {
-                "sessionUpdate": kind,
-                "content": u["content"],
-                "messageId": meta.get("messageId"),
-            }
-            if meta.get("retracts"):
-                out["_meta"] = {"agentd": {"retracts": meta["retracts"]}}
-            return out
-        if kind == "usage_update":
-            return self._usage(meta)
+    def _progress(self, update: dict[str, Any]) -> None:
+        """Work-done progress reports name the running tool (the core's `tool_call` titles)."""
+        kind = update.get("sessionUpdate")
         if kind == "tool_call":
-            self._titles[u["toolCallId"]] = u.get("title", "")
-            return u
-        if kind == "tool_call_update":
-            return self._tool_update(u, meta)
-        return u
-
-    def _usage(self, meta: dict[str, Any]) -> dict[str, Any]:
-        usage = meta.get("usage") or {}
-        totals = meta.get("totals") or {}
-        used = sum(usage.get(k) or 0 for k in ("inputTokens", "outputTokens", "cacheCreationInputTokens",
-                                                "cacheReadInputTokens"))  # fmt: skip
-        s = self.session
-        out: dict[str, Any] = {
-            "sessionUpdate": "usage_update",
-            "used": used,
-            "size": s.p.model_window if s else 0,
-        }
-        model = s.p.provider.model if s else ""
-        if price_known(model):
-            out["cost"] = {"amount": round(float(totals.get("costUsd") or 0.0), 6), "currency": "USD"}
-        out["_meta"] = {"agentd": {"request": {
-            "inputTokens": usage.get("inputTokens"), "outputTokens": usage.get("outputTokens"),
-            "cacheReadTokens": usage.get("cacheReadInputTokens"),
-            "cacheWriteTokens": usage.get("cacheCreationInputTokens")}}}  # fmt: skip
-        return out
-
-    def _tool_update(self, u: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
-        tid, status = u["toolCallId"], u.get("status")
-        if status == "in_progress":
-            self._started[tid] = time.monotonic()
-            if self.on_state is not None:
-                self.on_state(f"Running: {self._titles.get(tid, tid)}")
-            return u
-        if status not in ("completed", "failed"):
-            return u
-        by = meta.get("decidedBy")
-        started = self._started.pop(tid, None)
-        agentd = dict(meta)
-        if by is not None:
-            allowed = started is not None and by not in DENY_BY
-            agentd["decision"] = "allow" if allowed else "deny"
-            option = self._options.pop(tid, None)
-            if option is not None and by == "user":
-                agentd["optionId"] = option
-        agentd["durationMs"] = int((time.monotonic() - started) * 1000) if started is not None else 0
-        keys: tuple[str, ...] = ("decision", "decidedBy", "optionId", "durationMs", "cancelled")
-        ordered: dict[str, Any] = {k: agentd[k] for k in keys if k in agentd}
-        ordered.update({k: v for k, v in agentd.items() if k not in ordered})
-        u["_meta"] = {"agentd": ordered}
-        return u
+            self._titles[update["toolCallId"]] = update.get("title", "")
+        elif (
+            kind == "tool_call_update" and update.get("status") == "in_progress" and self.on_state is not None
+        ):
+            tid = update["toolCallId"]
+            self.on_state(f"Running: {self._titles.get(tid, tid)}")
 
     # ---- operator lines -----------------------------------------------------------------------------
     def line(self, text: str) -> None:
@@ -192,7 +114,6 @@ class SessionBridge:
             # a `cancelled` outcome is the user aborting the turn: handled exactly like session/cancel
             self.session.cancel()
             await asyncio.Event().wait()  # the turn's cancellation reaches the gate before any result
-        self._options[req.tool_use_id] = outcome.option_id or outcome.option
         return outcome
 
     async def _ask(self, conn: Connection, method: str, params: Any) -> Any:
@@ -213,12 +134,10 @@ class SessionBridge:
         exact for the client, which escapes what it shows of them."""
         s = self.session
         assert s is not None
-        tool = s.p.registry.get(req.tool_name)
         p = req.preview
-        call: dict[str, Any] = {"toolCallId": req.tool_use_id, "title": shown(req.title),
-                                "kind": tool.kind if tool else "other", "status": "pending",
-                                "rawInput": req.raw_input}  # fmt: skip
-        cwd = str(s.p.cwd)
+        call: dict[str, Any] = {"toolCallId": req.tool_use_id, "title": shown(req.title), "kind": req.kind,
+                                "status": "pending", "rawInput": req.raw_input}  # fmt: skip
+        cwd = str(s.cwd)
         if p.command is not None:
             call["content"] = [
                 {
@@ -263,7 +182,7 @@ class SessionBridge:
 
         s = self.session
         assert s is not None
-        ws = os.path.basename(str(s.p.cwd)) or str(s.p.cwd)
+        ws = os.path.basename(str(s.cwd)) or str(s.cwd)
         p = req.preview
         details = [f"agentd ({ws}): approval requested for {req.tool_name} ({req.title})",
                    "input: " + json.dumps(req.raw_input, ensure_ascii=False)]  # fmt: skip
@@ -271,9 +190,7 @@ class SessionBridge:
             details.extend(p.diff.splitlines()[:DIFF_MAX_LINES])
         conn.log_message(visible("\n".join(details)), 3)  # what the user reads is escaped (H20)
         if p.command is not None:
-            message = (
-                f"agentd ({ws}): {req.tool_name} wants to run `{p.command}` in {p.cwd or s.p.cwd}. Allow?"
-            )
+            message = f"agentd ({ws}): {req.tool_name} wants to run `{p.command}` in {p.cwd or s.cwd}. Allow?"
         else:
             added, removed = _diff_counts(p.diff)
             what = (f"wants to write {p.path} (+{added} -{removed} lines)" if req.tool_name == "write_file"

@@ -88,10 +88,8 @@ class Hosted:
     settings: Settings
     bridge: SessionBridge
     prompt_task: asyncio.Task[Any] | None = None
-    compacting: bool = False
     cancel_early: bool = False
     progress: TurnProgress | None = None
-    announced_title: str | None = None
 
 
 @dataclass
@@ -318,7 +316,7 @@ class Connection:
             root = uri_to_root(uri)
             if root and root not in self.roots:
                 self.roots.append(root)
-        return [sid for sid, h in self.sessions.items() if not inside(str(h.session.p.cwd), self.roots)]
+        return [sid for sid, h in self.sessions.items() if not inside(str(h.session.cwd), self.roots)]
 
     # ---- teardown ------------------------------------------------------------------------------------
     async def unload(self, session_id: str) -> None:
@@ -356,13 +354,9 @@ class Connection:
 
     @staticmethod
     def _close_store(hosted: Hosted) -> None:
-        if hosted.session.p.store.closed:
+        if hosted.session.closed:
             return
-        try:
-            hosted.session.p.store.sync()
-        except Exception:  # the store may already be broken; closing still releases the lock
-            log.warning("session %s: final fsync failed", hosted.session.id, exc_info=True)
-        hosted.session.close()
+        hosted.session.close()  # flushes (a failed fsync is logged) and releases the lock
         hosted.bridge.attach(None, hosted.session)
 
     async def shutdown(self) -> None:

@@ -16,11 +16,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from agentd.adapters.lsp.bridge import SessionBridge, price_known
+from agentd.adapters.lsp.bridge import SessionBridge
 from agentd.adapters.lsp.errors import RpcError, invalid_params
-from agentd.adapters.lsp.history import replay_updates
 from agentd.adapters.lsp.host import Connection, Hosted, inside
-from agentd.core.window import learn_window
 from agentd.errors import ConfigError
 from agentd.protocol import session as ps
 
@@ -87,10 +85,7 @@ def hosted_of(conn: Connection, session_id: str) -> Hosted:
 
 def _attach(conn: Connection, hosted: Hosted, roots: list[str]) -> None:
     s = hosted.session
-    s.p.tool_ctx.roots = [Path(r) for r in roots]
-    s.p.tool_ctx.documents = conn.documents
-    if hasattr(s.p.tool_ctx, "editor"):
-        s.p.tool_ctx.editor = conn.editor
+    s.attach_editor([Path(r) for r in roots], conn.documents, conn.editor)
     hosted.bridge.attach(conn, s)
     conn.sessions[s.id] = hosted
 
@@ -115,13 +110,12 @@ async def new_session(conn: Connection, raw: Any) -> dict[str, Any]:
         raise
     hosted = Hosted(session=session, provider=provider, settings=settings, bridge=bridge)
     _attach(conn, hosted, [cwd, *extra])
-    await learn_window(session.p)  # status and usage updates report the served window from the start
-    meta = session.p.store.meta
+    await session.learn_window()  # status and usage updates report the served window from the start
     return {
         "sessionId": session.id,
-        "modes": ps.modes_state(session.p.gate.mode),
+        "modes": ps.modes_state(session.mode),
         "_meta": {
-            "agentd": {"provider": provider.name, "model": provider.model, "createdAt": meta.get("createdAt")}
+            "agentd": {"provider": provider.name, "model": provider.model, "createdAt": session.created_at}
         },
     }
 
@@ -139,7 +133,7 @@ async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
     params = parse(ps.LoadSessionParams, method, raw)
     sid = params.session_id
     hosted = conn.sessions.get(sid)
-    if hosted is not None and (hosted.session.busy or hosted.compacting):
+    if hosted is not None and hosted.session.busy:
         raise RpcError("SessionBusy", f"A prompt is still running in {sid}; wait for it or send agentd/session/cancel.",
                        sessionId=sid)  # fmt: skip
     stored = _stored_cwd(conn, sid)
@@ -158,12 +152,12 @@ async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
             raise
         _attach(conn, hosted, [cwd, *extra])
     try:
-        await learn_window(hosted.session.p)  # the closing usage_update reports the served window (issue 17)
+        await hosted.session.learn_window()  # the closing usage_update reports the served window (issue 17)
         await _replay(conn, hosted)
     except asyncio.CancelledError:  # $/cancelRequest for load: stop, unload, unlock, answer -32800
         await conn.unload(sid)
         raise
-    return {"modes": ps.modes_state(hosted.session.p.gate.mode, descriptions=False)}
+    return {"modes": ps.modes_state(hosted.session.mode, descriptions=False)}
 
 
 async def _start_mcp(conn: Connection, settings: Any, cwd: str) -> Any:
@@ -212,24 +206,11 @@ def _open(conn: Connection, sid: str, cwd: str, mcp: Any = None) -> Hosted:
 
 
 async def _replay(conn: Connection, hosted: Hosted) -> None:
-    from agentd.persistence.store import read_records
-
+    """The §6.2 replay: the core's updates, each sent as it is, marked `_meta.agentd.replay`."""
     s = hosted.session
-    records, _ = read_records(conn.daemon.data_dir, s.id)
-    closing = {
-        "sessionUpdate": "usage_update",
-        "used": s.p.context.estimated_tokens(),
-        "size": s.p.model_window,
-    }
-    if price_known(s.p.provider.model):
-        closing["cost"] = {"amount": round(s.totals.cost_usd, 6), "currency": "USD"}
-    bridge = hosted.bridge
-    for update in replay_updates(s, records, s.p.store.meta, closing):
+    for update in s.replay_updates():
         conn.notify_update(s.id, update, replay=True)
         await asyncio.sleep(0)  # a cancel of the load can stop the replay here
-    todos_at = [r.get("at") for r in records if r.get("kind") == "todos"]
-    bridge.todos_at = todos_at[-1] if todos_at else bridge.todos_at
-    hosted.announced_title = s.title
 
 
 def list_sessions(conn: Connection, raw: Any) -> dict[str, Any]:
@@ -299,4 +280,4 @@ def open_resume(daemon: Any, session_id: str) -> Any:
                            approver=bridge, sink=bridge.emit, lines=bridge.line)  # fmt: skip
     bridge.attach(None, session)
     hosted = Hosted(session=session, provider=provider, settings=settings, bridge=bridge)
-    return ResumeSlot(hosted=hosted, cwd=str(session.p.cwd))
+    return ResumeSlot(hosted=hosted, cwd=str(session.cwd))

@@ -12,14 +12,12 @@ import asyncio
 import logging
 from typing import Any
 
-from agentd.adapters.lsp.bridge import price_known
 from agentd.adapters.lsp.errors import RpcError
 from agentd.adapters.lsp.host import Connection, Hosted
 from agentd.adapters.lsp.progress import TurnProgress
 from agentd.adapters.lsp.sessions import hosted_of, parse
 from agentd.core.session import SessionBusyError
 from agentd.protocol import session as ps
-from agentd.sandbox import wire_state
 
 log = logging.getLogger("agentd.lsp.turns")
 
@@ -83,16 +81,16 @@ async def prompt(conn: Connection, raw: Any, msg_id: Any) -> dict[str, Any]:
     params = parse(ps.PromptParams, "agentd/session/prompt", raw)
     hosted = hosted_of(conn, params.session_id)
     s = hosted.session
-    if s.busy or hosted.compacting or hosted.prompt_task is not None:
+    if s.busy or hosted.prompt_task is not None:
         raise _busy(s.id)
-    blocks = model_blocks(params.prompt, images=s.p.provider.name != "scripted")
+    blocks = model_blocks(params.prompt, images=s.accepts_images)
     hosted.prompt_task = asyncio.current_task()
     hosted.cancel_early = False
     conn.prompts[msg_id] = s.id
     before = _totals(hosted)
     progress: TurnProgress | None = None
     try:
-        progress = await TurnProgress.start(conn.server, session_id=s.id, cwd=str(s.p.cwd), token=params.work_done_token,
+        progress = await TurnProgress.start(conn.server, session_id=s.id, cwd=str(s.cwd), token=params.work_done_token,
                                             supported=conn.caps.work_done_progress)  # fmt: skip
         if progress is not None:
             conn.progress_tokens[progress.token] = s.id
@@ -104,11 +102,6 @@ async def prompt(conn: Connection, raw: Any, msg_id: Any) -> dict[str, Any]:
                 stop = await s.prompt(blocks)
             except SessionBusyError:
                 raise _busy(s.id) from None
-        if s.title is not None and s.title != hosted.announced_title:
-            hosted.announced_title = s.title
-            update = {"sessionUpdate": "session_info_update", "title": s.title,
-                      "updatedAt": s.p.store.meta.get("updatedAt")}  # fmt: skip
-            conn.notify_update(s.id, update)
         if progress is not None:
             after = _totals(hosted)
             d = [a - b for a, b in zip(after, before, strict=True)]
@@ -167,72 +160,28 @@ def set_mode(conn: Connection, raw: Any) -> dict[str, Any]:
     if params.mode_id not in ps.MODE_IDS:
         raise RpcError("InvalidParams", f"agentd/session/setMode: unknown modeId {params.mode_id!r}; use default, "
                        "acceptEdits, readOnly or auto.", errors=[{"loc": "modeId", "msg": "unknown mode"}])  # fmt: skip
-    s = hosted.session
-    s.p.gate.mode = params.mode_id  # type: ignore[assignment]
-    s.p.store.append("mode", s.p.gate.permission_record("mode", {"mode": params.mode_id}))
-    conn.notify_update(s.id, {"sessionUpdate": "current_mode_update", "currentModeId": params.mode_id})
+    hosted.session.set_mode(params.mode_id)
     return {}
 
 
 def todos(conn: Connection, raw: Any) -> dict[str, Any]:
     params = parse(ps.SessionIdParams, "agentd/session/todos", raw)
-    hosted = hosted_of(conn, params.session_id)
-    tracker = hosted.session.p.todos
-    out: dict[str, Any] = {"todos": tracker.as_dicts(), "snapshot": tracker.snapshot_json()}
-    if tracker.written and hosted.bridge.todos_at:
-        out["updatedAt"] = hosted.bridge.todos_at
-    return out
+    return hosted_of(conn, params.session_id).session.todos()
 
 
 def status(conn: Connection, raw: Any) -> dict[str, Any]:
     params = parse(ps.SessionIdParams, "agentd/session/status", raw)
-    hosted = hosted_of(conn, params.session_id)
-    s = hosted.session
-    p, t = s.p, s.totals
-    totals: dict[str, Any] = {"requests": t.requests, "inputTokens": t.input_tokens, "outputTokens": t.output_tokens,
-                              "cacheReadTokens": t.cache_read_input_tokens,
-                              "cacheWriteTokens": t.cache_creation_input_tokens}  # fmt: skip
-    if not t.cache_read_known:
-        totals["cacheReadKnown"] = False
-    out: dict[str, Any] = {
-        "sessionId": s.id, "cwd": str(p.cwd), "state": s.state if s.busy else "idle", "mode": p.gate.mode,
-        "provider": p.provider.name, "model": p.provider.model,
-        "context": {"usedTokens": p.context.estimated_tokens(), "windowTokens": p.model_window,
-                    "compressThresholdTokens": p.settings.compress_threshold(p.model_window),
-                    "messages": len(p.context), "compactions": p.context.compaction.compactions},
-        "totals": totals,
-    }  # fmt: skip
-    if price_known(p.provider.model):
-        out["costEstimate"] = {"amount": round(t.cost_usd, 6), "currency": "USD"}
-    out["turns"] = s.turns
-    out["updatedAt"] = p.store.meta.get("updatedAt")
-    out["sandbox"] = wire_state(p.tool_ctx.launcher)  # issue 12: what protects this session's commands
-    out["instructions"] = [f.to_json() for f in p.instructions.files]
-    return out
+    return hosted_of(conn, params.session_id).session.status()
 
 
 async def compact(conn: Connection, raw: Any) -> dict[str, Any]:
-    """Compress now (PROTOCOL.md §6.9): `{compacted: false, reason: "too_short"}` when nothing can be cut;
-    a cancel or a provider failure leaves the history unchanged."""
-    from agentd.core.loop import compress
-
+    """Compress now (PROTOCOL.md §6.9); the core answers and sends the `usage_update`."""
     params = parse(ps.SessionIdParams, "agentd/session/compact", raw)
     hosted = hosted_of(conn, params.session_id)
     s = hosted.session
-    if s.busy or hosted.compacting or hosted.prompt_task is not None:
+    if s.busy or hosted.prompt_task is not None:
         raise _busy(s.id)
-    ctx = s.p.context
-    hosted.compacting = True
     try:
-        tokens_before, messages_before = ctx.estimated_tokens(), len(ctx)
-        if not await compress(s, force=True):
-            return {"compacted": False, "reason": "too_short"}
-        s.update_meta()
-        after = {"sessionUpdate": "usage_update", "used": ctx.estimated_tokens(), "size": s.p.model_window}
-        if price_known(s.p.provider.model):
-            after["cost"] = {"amount": round(s.totals.cost_usd, 6), "currency": "USD"}
-        conn.notify_update(s.id, after)
-        return {"compacted": True, "tokensBefore": tokens_before, "tokensAfter": ctx.estimated_tokens(),
-                "messagesBefore": messages_before, "messagesAfter": len(ctx)}  # fmt: skip
-    finally:
-        hosted.compacting = False
+        return await s.compact()
+    except SessionBusyError:
+        raise _busy(s.id) from None

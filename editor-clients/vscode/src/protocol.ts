@@ -7,7 +7,7 @@ export const PROTOCOL_VERSION = 1;
 export interface AgentMessageChunk {
   _meta?: Record<string, unknown>;
   content: TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
-  /** Chunks with one messageId form one message. On the wire it is top-level; the core's builder keeps it under `_meta.agentd` until the adapter normalises it. */
+  /** Chunks with one messageId form one message. */
   messageId?: string;
   sessionUpdate: "agent_message_chunk";
 }
@@ -16,7 +16,7 @@ export interface AgentMessageChunk {
 export interface AgentThoughtChunk {
   _meta?: Record<string, unknown>;
   content: TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
-  /** Chunks with one messageId form one message. On the wire it is top-level; the core's builder keeps it under `_meta.agentd` until the adapter normalises it. */
+  /** Chunks with one messageId form one message. */
   messageId?: string;
   sessionUpdate: "agent_thought_chunk";
 }
@@ -389,8 +389,8 @@ export interface Totals {
   cacheWriteKnown?: boolean;
 }
 
-/** After every model response and after compression (§7.2). `used`/`size` are always set on the wire
- * (the core's builder carries the raw usage under `_meta.agentd` and the adapter fills them in).
+/** After every model response, after compression and at the end of a replay (§7.2). `used`: context
+ * tokens; `size`: the model's window; `cost`: the session's total so far, when the model's price is known.
  */
 export interface UsageUpdate {
   _meta?: Record<string, unknown>;
@@ -404,7 +404,7 @@ export interface UsageUpdate {
 export interface UserMessageChunk {
   _meta?: Record<string, unknown>;
   content: TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
-  /** Chunks with one messageId form one message. On the wire it is top-level; the core's builder keeps it under `_meta.agentd` until the adapter normalises it. */
+  /** Chunks with one messageId form one message. */
   messageId?: string;
   sessionUpdate: "user_message_chunk";
 }

@@ -1,0 +1,186 @@
+"""Replay: rebuild a session's state from its log (CONTRACTS.md §3, §9; cases C01, C09, C10, C16).
+
+Owns: `replay_into(session, records)` and `check_history(session)`. Rebuilds, in log order, from the typed
+records of agentd.persistence.records: the Context (messages exactly as sent, repeated tool_use ids repaired,
+compaction applied by agentd.core.compaction), the TodoTracker (last snapshot and the recomputed stale-round
+counter), the "always" grants and the mode (only records agentd signed), the title, turns, token totals, the tools that started, the note
+owed to the model after a cut-off reply (H3), and when the last todos snapshot was written. Nothing is
+written: synthetic results for tool_uses left open are added in memory for the check only and persisted with
+the next prompt, so resuming any number of times leaves the log byte-identical. Lives beside the Session it
+rebuilds. Must not import pygls, lsprotocol, acp or adapters.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from agentd.core import compaction
+from agentd.core.replies import IdRepair, cut_note
+from agentd.core.validate import validate_messages
+from agentd.errors import StorageError
+from agentd.persistence import records as r
+from agentd.providers.base import Usage
+
+if TYPE_CHECKING:
+    from agentd.core.session import Session
+
+
+class _Rounds:
+    """Recomputes the stale-round counter: per stored assistant message, the check and reset made before
+    its request, then the count of its reply once its tool_results are known (CONTRACTS.md §3)."""
+
+    def __init__(self, session: Session) -> None:
+        self.todos = session.tracker
+        self.pending: dict[str, Any] | None = None
+        self.todo_ids: set[str] = set()
+        self.todo_ok = False
+
+    def flush(self) -> None:
+        if self.pending is not None:
+            self.todos.replay_reply(self.pending, self.todo_ok)
+        self.pending, self.todo_ids, self.todo_ok = None, set(), False
+
+    def assistant(self, msg: dict[str, Any]) -> None:
+        self.flush()
+        self.pending = msg
+        self.todo_ids = {
+            b["id"] for b in msg["content"] if b.get("type") == "tool_use" and b.get("name") == "todo_write"
+        }
+
+    def user(self, msg: dict[str, Any]) -> None:
+        for b in msg["content"]:
+            if (
+                b.get("type") == "tool_result"
+                and b.get("tool_use_id") in self.todo_ids
+                and not b.get("is_error")
+            ):
+                self.todo_ok = True
+
+
+class _Replay:
+    """One pass over a log, one small step per record kind."""
+
+    def __init__(self, session: Session) -> None:
+        self.s = session
+        self.rounds = _Rounds(session)
+        self.ids = IdRepair()  # a log written before case C16 was fixed may repeat tool_use ids
+        self.measured: Usage | None = None  # the last response's usage, applied once its reply is stored
+        self.last_todos: list[dict[str, Any]] | None = None
+        self.cut: dict[str, str] | None = None  # tool_uses of the last reply cut off at max_tokens (H3)
+        self.prompts: dict[str, list[dict[str, Any]]] = {}  # the last user message's blocks by messageId
+
+    def apply(self, rec: dict[str, Any], model: r.Record) -> None:
+        step = getattr(self, "_" + model.kind, None)
+        if step is not None:
+            step(rec, model)
+
+    def _message(self, rec: dict[str, Any], m: r.MessageRecord) -> None:
+        ctx = self.s.context
+        msg = m.restore(self.s.journal.read_blob)
+        if msg["role"] == "assistant":
+            msg = {**msg, "content": self.ids.assistant(msg["content"], ctx.tool_use_ids())}
+            extra = {k: v for k, v in msg.items() if k not in ("role", "content")}
+            ctx.add_assistant(msg["content"], extra or None, adopt=True)
+            self.rounds.assistant(msg)
+            self._usage_applied()
+            self.cut = m.cut or None
+        else:
+            self._usage_applied()  # the reply of that request was empty
+            msg = {**msg, "content": self.ids.user(msg["content"])}
+            self.prompts = {m.message_id: copy.deepcopy(msg["content"])}  # for a `withdrawn` record
+            ctx.add_user(msg["content"], adopt=True)
+            self.rounds.user(msg)
+            self.cut = None
+
+    def _usage_applied(self) -> None:
+        """The exact context size after a response, as the live loop recorded it (no recalibration)."""
+        if self.measured is not None:
+            self.s.context.record_usage(self.measured, 0)
+        self.measured = None
+
+    def _prompt(self, rec: dict[str, Any], m: r.PromptRecord) -> None:
+        self.s.turns += 1
+
+    def _tool_started(self, rec: dict[str, Any], m: r.ToolStartedRecord) -> None:
+        self.s.toolbox.started.add(m.tool_call_id)
+
+    def _todos(self, rec: dict[str, Any], m: r.TodosRecord) -> None:
+        self.last_todos = m.todos
+        self.s.tracker.restore(m.todos, self.s.tracker.stale_count)
+        self.s.journal.todos_at = rec.get("at")
+
+    def _grant(self, rec: dict[str, Any], m: r.GrantRecord) -> None:
+        gate = self.s.toolbox.gate
+        if gate.accept_record("grant", rec):  # only what agentd signed (issue 12)
+            gate.grants.add(m.tool, m.grant)  # type: ignore[arg-type]
+
+    def _mode(self, rec: dict[str, Any], m: r.ModeRecord) -> None:
+        gate = self.s.toolbox.gate
+        if gate.accept_record("mode", rec):
+            gate.mode = m.mode  # type: ignore[assignment]
+
+    def _title(self, rec: dict[str, Any], m: r.TitleRecord) -> None:
+        self.s.title = m.title
+
+    def _usage(self, rec: dict[str, Any], m: r.UsageRecord) -> None:
+        self.measured = Usage.from_json(m.usage)
+        self.s.totals.add(self.measured, m.model)
+
+    def _withdrawn(self, rec: dict[str, Any], m: r.WithdrawnRecord) -> None:
+        """A failed turn's unanswered prompt, taken back out as the live turn did (issue 17)."""
+        self.s.context.withdraw(self.prompts.get(m.message_id, []))
+
+    def _compaction(self, rec: dict[str, Any], m: r.CompactionRecord) -> None:
+        self.measured = None  # that usage was the summary request's
+        compaction.replay(self.s.context, m)
+
+    def finish(self) -> None:
+        self._usage_applied()
+        self.rounds.flush()
+        if self.cut:  # the turn ended on a reply whose calls were cut off: the note goes with the next prompt
+            self.s.pending_notes = [cut_note(self.cut.values())]
+        if self.last_todos is not None:
+            self.s.tracker.restore(self.last_todos, self.s.tracker.stale_count)
+
+
+def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
+    """Apply `records` (decoded log lines, in order; unknown kinds are skipped) to a freshly built session.
+    Raises StorageError when a record is malformed or the rebuilt history cannot be made valid (CONTRACTS.md
+    §8 validator)."""
+    replay = _Replay(session)
+    for rec in records:
+        try:
+            model = r.parse_record(rec)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise StorageError(
+                f"Session {session.id}: record {rec.get('seq')} ({rec.get('kind')}) is malformed ({exc}). Read "
+                f"it with agentd sessions show {session.id}, or start a new session.",
+                sessionId=session.id,
+            ) from None
+        if model is not None:
+            replay.apply(rec, model)
+    replay.finish()
+    check_history(session)
+
+
+def check_history(session: Session) -> None:
+    """Run the validator on the rebuilt history as the next request would see it (open tool_uses answered
+    by their synthetic results). An empty history is fine (a session with no prompt yet)."""
+    messages = list(session.context.view())  # shared messages, never mutated here: no deep copy
+    if not messages:
+        return
+    synthetic = session.synthetic_results()
+    if synthetic:
+        if messages[-1]["role"] == "user":
+            messages[-1] = {**messages[-1], "content": synthetic + messages[-1]["content"]}
+        else:
+            messages.append({"role": "user", "content": synthetic})
+    if messages[-1]["role"] == "assistant":
+        messages.append({"role": "user", "content": [{"type": "text", "text": "continue"}]})
+    err = validate_messages(messages)
+    if err:
+        raise StorageError(
+            f"Session {session.id} cannot be resumed: its history is invalid ({err}). Read it with "
+            f"agentd sessions show {session.id}, or start a new session."
+        )
