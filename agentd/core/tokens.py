@@ -1,6 +1,6 @@
 """Token accounting: running totals, the local size estimator and cost (CONTRACTS.md §6; case C12).
 
-Owns: `TokenTotals`, `estimate_tokens`, `Estimator`, `cost_usd`, `PRICES`.
+Owns: `TokenTotals`, `estimate_tokens`, `Estimator`, `cost_usd`, `PRICES` and `price_of` (the one price lookup).
 Imports only `agentd.providers.base` (Usage). Never imports an SDK.
 
 Prompt size of a response = `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`.
@@ -156,17 +156,35 @@ def bill_tokens(usage: Usage) -> float:
     return (usage.input_tokens or 0) + 1.25 * w5m + 2.0 * w1h + 0.1 * (usage.cache_read_input_tokens or 0)
 
 
-def price_known(model: str) -> bool:
-    """True when the price table knows `model` (a `usage_update` then carries `cost`, PROTOCOL.md §7.2);
-    scripted and emulated models are known (they cost 0)."""
+# A model id is a table name followed by one of these: a dated id (`claude-haiku-4-5-20251001`), Vertex's
+# `@` form (`claude-haiku-4-5@20251001`) or a `-latest`/`-v1:0`-style suffix.
+_ID_SEPARATORS = ("-", "@")
+
+
+def price_of(model: str) -> tuple[float, float] | None:
+    """The (input, output) price in USD per million tokens of `model`, or None when the table does not know it.
+
+    The one lookup of the price table: the longest table name that is `model` itself or a prefix of it followed
+    by `-` or `@` (so `claude-haiku-4-5-20251001` is Haiku 4.5, and `claude-opus-4-1-…` is never taken for a
+    shorter name). Scripted and emulated models (`scripted…`, `emu-…`) cost 0. Source: Anthropic's pricing
+    page, as of the table's last update (docs/cost.md)."""
     if model.startswith(("emu-", "scripted")):
-        return True
-    return any(model == name or model.startswith(name + "-") for name in PRICES)
+        return (0.0, 0.0)
+    matches = [
+        name
+        for name in PRICES
+        if model == name or any(model.startswith(name + sep) for sep in _ID_SEPARATORS)
+    ]
+    return PRICES[max(matches, key=len)] if matches else None
+
+
+def price_known(model: str) -> bool:
+    """True when the price table knows `model` (a `usage_update` then carries `cost`, PROTOCOL.md §7.2)."""
+    return price_of(model) is not None
 
 
 def cost_usd(usage: Usage, model: str) -> float:
-    """Cost of one response in USD: bill_tokens at the input price + output tokens at the output price."""
-    price_in, price_out = PRICES.get(model, DEFAULT_PRICE)
-    if model.startswith("emu-") or model.startswith("scripted"):
-        price_in, price_out = 0.0, 0.0
+    """Cost of one response in USD: bill_tokens at the input price + output tokens at the output price; a
+    model the table does not know is priced at `DEFAULT_PRICE` (Sonnet's rates)."""
+    price_in, price_out = price_of(model) or DEFAULT_PRICE
     return (bill_tokens(usage) * price_in + (usage.output_tokens or 0) * price_out) / 1_000_000

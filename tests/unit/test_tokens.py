@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from agentd.core.tokens import (
+    DEFAULT_PRICE,
+    PRICES,
     Estimator,
     TokenTotals,
     bill_tokens,
@@ -14,6 +16,8 @@ from agentd.core.tokens import (
     estimate_messages,
     estimate_request,
     estimate_tokens,
+    price_known,
+    price_of,
 )
 from agentd.providers.base import Usage
 from agentd.testing.emulator.tokens import block_tokens, count_tokens
@@ -173,3 +177,35 @@ def test_uncalibrated_estimate_matches_the_emulator_counter() -> None:
     }
     assert estimate_request(body) == count_tokens(body)
     assert estimate_tokens(tool_result) == block_tokens(tool_result)
+
+
+@pytest.mark.parametrize(
+    ("model", "price"),
+    [
+        ("claude-haiku-4-5", (1.0, 5.0)),
+        ("claude-haiku-4-5-20251001", (1.0, 5.0)),
+        ("claude-haiku-4-5@20251001", (1.0, 5.0)),
+        ("claude-opus-4-1-20250805", (15.0, 75.0)),
+        ("claude-opus-4-5-20251101", (5.0, 25.0)),
+        ("claude-sonnet-4-5-20250929", (3.0, 15.0)),
+        ("emu-sonnet", (0.0, 0.0)),
+        ("scripted", (0.0, 0.0)),
+        ("claude-haiku-4-50", None),
+        ("qwen2.5-coder", None),
+        ("my-claude-haiku-4-5", None),
+    ],
+)
+def test_dated_model_ids_are_priced_by_their_name(model: str, price: tuple[float, float] | None) -> None:
+    """Issue 12 follow-up, item 6 (prices): the cost and the "is it priced" answer come from one lookup that
+    matches a dated id (`claude-haiku-4-5-20251001`) by its table name, so a dated Haiku id is no longer
+    costed at the default (Sonnet) rate."""
+    assert price_of(model) == price
+    assert price_known(model) == (price is not None)
+    expected = price or DEFAULT_PRICE
+    assert cost_usd(C12, model) == pytest.approx((bill_tokens(C12) * expected[0] + 550 * expected[1]) / 1e6)
+
+
+def test_the_longest_table_name_wins() -> None:
+    """Issue 12 follow-up, item 6: a table name that is a prefix of another never takes the longer one's ids."""
+    for name in PRICES:
+        assert price_of(name + "-20990101") == PRICES[name]
