@@ -24,7 +24,9 @@ Behaviour:
 - Every request is first checked by `agentd.core.validate.validate_request`; a violation is a `bad_request`
   error, as a 400 from the service would be. A request after the last answer is a `bad_request` error too.
 - Usage is estimated: `input_tokens` = ceil(len(canonical JSON of the request body) / 4), `output_tokens` the
-  same over the reply's content blocks (at least 1); the cache counts are 0 (known: nothing is cached).
+  same over the reply's content blocks (at least 1); the cache counts are 0 (known: nothing is cached). The
+  length is counted without recursion, so a reply whose tool input is nested any number of levels deep is played
+  as written (the loop answers it with `invalid_arguments`, H19) instead of failing with a RecursionError.
 """
 
 from __future__ import annotations
@@ -169,8 +171,27 @@ def _answer_problem(answer: Any) -> str | None:
 # ---------------------------------------------------------------- the provider
 
 
+def _json_length(value: Any) -> int:
+    """Characters of `value` as compact JSON (`separators=(",", ":")`, `ensure_ascii=False`), counted without
+    recursion, so a tool input nested thousands of levels deep is measured like any other (H19 follow-up)."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            total += (
+                2 + max(0, len(item) - 1) + sum(len(json.dumps(str(k), ensure_ascii=False)) + 1 for k in item)
+            )
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            total += 2 + max(0, len(item) - 1)
+            stack.extend(item)
+        else:
+            total += len(json.dumps(item, ensure_ascii=False))
+    return total
+
+
 def _tokens(value: Any) -> int:
-    return math.ceil(len(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) / 4)
+    return math.ceil(_json_length(value) / 4)
 
 
 def _first_text(message: Mapping[str, Any]) -> str:

@@ -132,11 +132,16 @@ async def test_any_failure_while_preparing_a_call_is_an_is_error_result(
     assert result["is_error"] is True and not (workspace / "n.txt").exists()
 
 
-async def test_a_tool_input_nested_too_deeply_is_an_is_error_result(make_harness, data_dir: Path) -> None:
+@pytest.mark.parametrize("levels", [800, 1000, 5000])
+async def test_a_tool_input_nested_too_deeply_is_an_is_error_result(
+    make_harness, data_dir: Path, levels: int
+) -> None:
     """H19: `{"a": {"a": …}}` 800 levels deep (past what deepcopy and the log encoder take) is stored as
-    `{}`, answered with `invalid_arguments`, and the session still resumes."""
+    `{}`, answered with `invalid_arguments`, and the session still resumes. H19 follow-up (issue 12
+    follow-up, item 8): the scripted provider plays such a reply at any depth (it crashed with a
+    RecursionError from about 1000 levels), so the model gets the same clear error."""
     deep: Any = 1
-    for _ in range(800):
+    for _ in range(levels):
         deep = {"a": deep}
     h = make_harness(answers_of([{"tool_use": {"name": "read_file", "input": deep}}], [text("ok")]))
     assert await h.session.prompt(_prompt("go")) == "end_turn"

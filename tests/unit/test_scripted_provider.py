@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentd.clock import ManualClock
 from agentd.errors import ConfigError, MissingCredentials, ProviderError
@@ -355,3 +357,21 @@ def test_model_windows() -> None:
         context_window("qwen2.5-coder:7b"),
     ] == [200_000, 200_000, 128_000, 128_000, DEFAULT_WINDOW_TOKENS]
     assert DEFAULT_WINDOW_TOKENS == 32768
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_usage_length_is_the_compact_json_length(value: Any) -> None:
+    """Issue 12 follow-up, item 8 (H19): the usage estimate's length, counted without recursion, is exactly the
+    compact JSON length the provider estimated before."""
+    from agentd.providers.scripted import _json_length
+
+    assert _json_length(value) == len(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
