@@ -53,7 +53,8 @@ async def test_initialize_result_and_option_warnings(
     assert d.init.capabilities.experimental == capabilities()["experimental"]
     text = ("agentd: initializationOptions.maxTurnRequests: Input should be greater than 0 (got -1); using 50. "
             "Unknown option 'modle' ignored (did you mean 'model'?). Fix these in your editor's agentd settings.")  # fmt: skip
-    await wait_until(lambda: len(d.client.messages) == 1, "the option warning")
+    # showMessage and logMessage are two frames: the second may still be unread when the first is seen
+    await wait_until(lambda: len(d.client.messages) == 1 and d.client.log_messages, "the option warning")
     assert [(m.type, m.message) for m in d.client.messages] == [(2, text)]
     assert (2, text) in [(m.type, m.message) for m in d.client.log_messages]
 
