@@ -2,7 +2,7 @@
 
 Owns: `OpenAICompatProvider`, the translation between agentd's history (Anthropic Messages form) and chat
 completions (`chat_body`, `to_chat_messages`, `to_chat_tools`), the stream accumulator `ChatAccumulator`,
-`usage_from_openai` and the lenient text-to-tool-call fallback `tool_calls_from_text` (TESTING.md §3.8).
+`usage_from_openai` and `tool_calls_from_text` (the runnable calls of a text reply; TESTING.md §3.8).
 
 Only this module imports `openai`, and only inside functions. Must not import pygls, lsprotocol, acp or an
 adapter. HTTP errors map through `agentd.providers.anthropic.provider_error_for_status` (shared helpers).
@@ -25,10 +25,12 @@ Choices:
   So does a call whose id the server repeated, within the reply or from a tool_use of the request's history
   (servers that number calls per reply): on chat completions calls are told apart by `index`, the id is only
   a correlation key, and every request agentd sends keeps ids unique (issue 9 H1, case C16).
-- Lenient fallback (`tool_calls_as_text` servers): a reply without `tool_calls` whose whole content is one fenced
-  ```json block or a bare JSON object `{"name": <offered tool>, "arguments"|"parameters"|"input": {...}}` (or a
-  list of such objects) becomes tool_use blocks with ids `call_text_<instance>_<n>`; a name that is not an offered tool leaves
-  the text as it is. Text that may be such a call is held back until the reply ends, then shown if it was not.
+- Tool calls written as text (small local models; `agentd.providers.text_calls` owns the shapes): a reply without
+  `tool_calls` that holds attempted calls of offered tools becomes tool_use blocks with ids
+  `call_text_<instance>_<n>`, the prose around them its text; a call that cannot be run carries its error in
+  `ModelResponse.invalid_tool_inputs`, which the loop answers as an `is_error` result (after
+  `MAX_MALFORMED_ROUNDS` such rounds in a row the reply stays text). Text that may hold a call is held back
+  until the reply ends, then shown if it was not one.
 - An assistant message with tool calls always carries the `content` key (`""` when it has no text): some local
   servers answer 500 without it (llama-cpp-python).
 - `max_completion_tokens` is sent to api.openai.com (its newer models reject `max_tokens`), `max_tokens` to every

@@ -13,7 +13,9 @@ Small local models (Qwen-Coder under llama.cpp, Ollama, LM Studio) often answer 
 - each inside a fenced block (```json, ```tool_call or bare ```), inside `<tool_call>...</tool_call>` tags (Qwen's
   own format), or bare in the text; several blocks or objects in one reply are several calls, in order.
 Arguments: an object; a JSON string holding an object; `null` or missing (= `{}`); a list of exactly one object;
-a bare string or a one-element list when the tool has exactly one required property (that property gets it).
+a bare string or a one-element list when the tool has exactly one required property (that property gets it);
+written flat beside the name (`{"name": "read_file", "path": "a.py"}`) when every such key is one of the tool's
+parameters. Other keys beside an arguments key (`"reason"`, `"thought"`) are ignored.
 
 A candidate that names an offered tool but cannot be executed (arguments of another shape, JSON that does not
 parse) becomes a call with an `error`: the loop answers it with that text as an `is_error` result instead of
@@ -41,6 +43,13 @@ _FENCE_LANGS = {"", "json", "tool_call", "tool_code", "jsonc"}
 _NAMED = re.compile(r'"(?:name|tool)"\s*:\s*"(?P<name>[^"]+)"')
 _START = re.compile(r"```|<tool_call>|\[\s*\{|\{\s*\"|^[ \t]*\[", re.M)
 _PARTIAL = ("`", "``", "<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "{")
+
+
+_MISSING = object()
+
+
+class Flat(dict[str, Any]):
+    """Arguments written beside the call's name instead of under an arguments key."""
 
 
 @dataclass
@@ -127,6 +136,15 @@ def _arguments(name: str, raw: Any, schema: Mapping[str, Any] | None) -> TextCal
     """Normalise one call's arguments (see the module docstring for what is unambiguous)."""
     if raw is None:
         return TextCall(name, {})
+    if isinstance(raw, Flat):
+        props = (schema or {}).get("properties")
+        unknown = [k for k in raw if isinstance(props, Mapping) and k not in props]
+        if not unknown:
+            return TextCall(name, dict(raw))
+        keys = ", ".join(json.dumps(k, ensure_ascii=False) for k in unknown)
+        verb = "is" if len(unknown) == 1 else "are"
+        what = f'it has no "arguments" object and {keys} {verb} not among its parameters'
+        return TextCall(name, {}, _bad(name, what, schema))
     if isinstance(raw, str):
         try:
             decoded = json.loads(raw)
@@ -150,8 +168,10 @@ def _arguments(name: str, raw: Any, schema: Mapping[str, Any] | None) -> TextCal
 
 
 def _call_name(obj: Any) -> str | None:
-    """The tool name of a call-shaped object, else None (an object with other keys is data, not a call)."""
-    if not isinstance(obj, dict) or not set(obj) <= _SHAPE_KEYS:
+    """The tool name of a call-shaped object, else None. Keys beside the call's own (`name`, `arguments`, ...)
+    are arguments written flat (`{"name": "read_file", "path": "a.py"}`) or, beside an arguments key, ignored;
+    a name that is not an offered tool keeps such an object data (`recover_calls`)."""
+    if not isinstance(obj, dict):
         return None
     fn = obj.get("function")
     if isinstance(fn, dict) and isinstance(fn.get("name"), str):
@@ -165,9 +185,15 @@ def _call_name(obj: Any) -> str | None:
 
 
 def _raw_args(obj: dict[str, Any]) -> Any:
+    """The arguments of a call object: under an arguments key (of `function` in the OpenAI form), else the keys
+    beside the call's own as a `Flat` object, else None (no arguments)."""
     fn = obj.get("function")
     source = fn if isinstance(fn, dict) else obj
-    return next((source[k] for k in ARG_KEYS if k in source), None)
+    found = next((source[k] for k in ARG_KEYS if k in source), _MISSING)
+    if found is not _MISSING:
+        return found
+    flat = {k: v for k, v in obj.items() if k not in _SHAPE_KEYS}
+    return Flat(flat) if flat else None
 
 
 def _calls_of(value: Any) -> list[tuple[str, Any]] | None:

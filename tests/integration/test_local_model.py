@@ -202,7 +202,9 @@ async def test_a_4k_window_and_an_18k_tool_output_the_session_recovers(
 ) -> None:
     """Issue 17 part 2 (acceptance): a 4k-token server, a 32 KiB CJK/hex file read: the turn ends normally and
     the next prompt succeeds; a refusal ("context exceeded") is answered once by compressing, then a retry."""
-    _data_file(workspace)
+    from agentd.core.fit import dense_tokens
+
+    assert dense_tokens(_data_file(workspace).read_text()) >= 18_000  # the issue's 18k-token tool output
     marker = {"compaction_marker": "Summarize the conversation below"}  # summary requests get the emulator's
     openai_emulator.script(
         {**scenario, **marker, "answers": [READ_DATA, say("It holds records."), say("Yes.")]}

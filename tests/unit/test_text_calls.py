@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agentd.providers.openai_compat import ChatAccumulator
 from agentd.providers.text_calls import (
     MAX_MALFORMED_ROUNDS,
     TextCall,
@@ -65,6 +66,18 @@ A, B = TextCall("read_file", {"path": "a.py"}), TextCall("read_file", {"path": "
         ('{"name": "read_file", "arguments": "a.py"}', [A], ""),
         ('{"name": "read_file"}', [TextCall("read_file", {})], ""),  # the tool's validation names the field
         ('{"name": "read_file", "arguments": null}', [TextCall("read_file", {})], ""),
+        ('{"name": "read_file", "path": "a.py"}', [A], ""),  # flat: every key is a parameter
+        ('{"tool": "read_file", "path": "a.py"}', [A], ""),
+        (
+            '{"name": "read_file", "arguments": {"path": "a.py"}, "reason": "look"}',
+            [A],
+            "",
+        ),  # extra key ignored
+        (
+            '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}, "thought": "x"}\n</tool_call>',
+            [A],
+            "",
+        ),
     ],
 )
 def test_accepted_shapes(text: str, calls: list[TextCall], prose: str) -> None:
@@ -112,6 +125,17 @@ HINT_EDIT = '{"path": <string>, "old_text": <string>, "new_text": <string>}'
             "enclosed in double quotes: line 1 column 52 (char 51)). Call the tool again with the arguments as "
             f"one JSON object, e.g. {HINT_EDIT}.",
         ),
+        (
+            '{"name": "read_file", "file": "a.py"}',
+            'malformed tool call: read_file was not run: it has no "arguments" object and "file" is not among its '
+            'parameters. Call the tool again with the arguments as one JSON object, e.g. {"path": <string>}.',
+        ),
+        (
+            'Editing now: {"name": "edit_file", "path": "a.py", "old": "x", "new": "y"} and done.',
+            'malformed tool call: edit_file was not run: it has no "arguments" object and "old", "new" are not '
+            "among its parameters. Call the tool again with the arguments as one JSON object, e.g. "
+            f"{HINT_EDIT}.",
+        ),
     ],
 )
 def test_rejected_shapes_get_an_error_the_model_can_act_on(text: str, error: str) -> None:
@@ -121,13 +145,33 @@ def test_rejected_shapes_get_an_error_the_model_can_act_on(text: str, error: str
     assert [(c.name, c.input, c.error) for c in found.calls] == [(found.calls[0].name, {}, error)]
 
 
+def test_one_reply_with_a_good_and_a_malformed_call_runs_the_good_one_and_answers_the_other() -> None:
+    """Issue 17 part 3: several calls in one reply are judged one by one, in order; the prose stays text."""
+    text = (
+        f'Reading a.py.\n```json\n{CALL}\n```\nThen:\n```json\n{{"name": "read_file", "arguments": 3}}\n```'
+    )
+    found = recover_calls(text, TOOLS)
+    assert found is not None
+    assert found.calls == [
+        A,
+        TextCall(
+            "read_file",
+            {},
+            "malformed tool call: read_file was not run: its arguments are int 3, not a JSON object. Call the "
+            'tool again with the arguments as one JSON object, e.g. {"path": <string>}.',
+        ),
+    ]
+    assert found.text == "Reading a.py.\n\nThen:"
+
+
 @pytest.mark.parametrize(
     "text",
     [
         "Plain prose, no call.",
         '{"name": "delete_all", "arguments": {}}',  # not an offered tool: data, left as text
         'Example: {"name": "bash", "arguments": {}} is a call.',
-        'The config is {"name": "agentd", "version": 1}.',  # other keys: data
+        'The config is {"name": "agentd", "version": 1}.',  # names no offered tool: data
+        'The package is {"name": "idna", "path": "idna/"}.',
         '```python\nprint({"name": "read_file", "arguments": {}})\n```',  # JSON inside code
         "```json\n{not json at all}\n```",  # unparsable, names no offered tool
     ],
@@ -164,3 +208,46 @@ def test_malformed_rounds_counts_the_trailing_rounds_answered_only_with_that_err
     assert malformed_rounds(history) == 1
     assert malformed_rounds(history + _round(bad) + _round(bad)) == MAX_MALFORMED_ROUNDS
     assert malformed_rounds(history + _round("ok")) == 0
+
+
+def _reply(acc: Any, text: str) -> Any:
+    acc.feed({"id": "r", "model": "m", "choices": [{"index": 0, "delta": {"content": text}}]})
+    acc.feed({"id": "r", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    response, _ = acc.finish()
+    return response
+
+
+def test_recovered_calls_keep_unique_ids_across_replies_and_provider_instances() -> None:
+    """Issue 17 part 3: ids of calls recovered from text never repeat: within a reply, across the replies of
+    one provider (the counter lives on it) and across provider instances (a resumed session: a new prefix)."""
+    import itertools
+
+    from agentd.providers.openai_compat import OpenAICompatProvider
+
+    two = f"```json\n{CALL}\n```\n```json\n{CALL_B}\n```"
+    ids: list[str] = []
+    for _ in range(2):  # two processes working on one session
+        provider = OpenAICompatProvider("m", "k", "http://127.0.0.1:9/v1")
+        counter = itertools.count(1)
+        for _ in range(2):  # two replies of one process
+            acc = ChatAccumulator(TOOLS, counter, provider.text_call_prefix)
+            ids += [b["id"] for b in _reply(acc, two).content if b["type"] == "tool_use"]
+    assert len(ids) == 8 and len(set(ids)) == 8
+    assert all(i.startswith("call_text_") for i in ids)
+
+
+def test_a_malformed_call_reaches_the_loop_as_an_error_to_answer_then_as_text_once_retries_are_used() -> None:
+    """Issue 17 part 3: the accumulator hands the loop the exact error text (the loop answers it as an is_error
+    result and the turn goes on); with the retries used up (`answer_malformed=False`) the reply is text."""
+    bad = '{"name": "read_file", "arguments": ["a.py", "b.py"]}'
+    response = _reply(ChatAccumulator(TOOLS), bad)
+    [use] = response.content
+    assert (use["name"], use["input"], response.stop_reason) == ("read_file", {}, "tool_use")
+    assert response.invalid_tool_inputs == {
+        use[
+            "id"
+        ]: "malformed tool call: read_file was not run: its arguments are a list of 2 items, not a JSON "
+        'object. Call the tool again with the arguments as one JSON object, e.g. {"path": <string>}.'
+    }
+    spent = _reply(ChatAccumulator(TOOLS, answer_malformed=False), bad)
+    assert (spent.content, spent.stop_reason) == ([{"type": "text", "text": bad}], "end_turn")
