@@ -4,7 +4,9 @@ Layers, lowest first: defaults < user `config.toml` (platformdirs user config di
 < workspace `.agentd/config.toml` (restricted) < editor `initializationOptions` (camelCase) < CLI flags.
 A workspace file comes with the code it sits in, so it may not set `provider`, `base_url`, `api_key_env`,
 `allow` rules or `permissions.default_mode = "acceptEdits"`; those are dropped with a warning.
+A later layer replaces a key, except `permissions.rules` and `sandbox.hide`, which add up (`ADDITIVE`).
 Invalid values in editor options fall back to their default with a warning (never a crash); invalid values
+in a file stop with a `ConfigError` naming the file and key.
 """
 
 from __future__ import annotations
@@ -316,6 +318,25 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+ADDITIVE = (("permissions", "rules"), ("sandbox", "hide"))
+
+
+def _merge_layer(below: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    """`layer` over `below` (both snake_case): a key of `layer` replaces the one below, except the lists of
+    `ADDITIVE`, which add up across layers. So a rule, above all a deny, of any layer holds whatever a
+    later layer says (rules decide deny > ask > allow whatever their order, agentd.permissions.rules), and
+    a hidden path stays hidden: a later layer (the workspace file, or editor options a repository's
+    `.vscode/settings.json` could feed) can add to them, never drop them."""
+    merged = _merge(below, layer)
+    for section, key in ADDITIVE:
+        old, new = below.get(section), layer.get(section)
+        if not (isinstance(old, dict) and isinstance(new, dict)):
+            continue
+        if isinstance(old.get(key), list) and isinstance(new.get(key), list):
+            merged[section] = {**merged[section], key: [*old[key], *new[key]]}
+    return merged
+
+
 def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -> dict[str, Any]:
     """Drop what a workspace file may not set, with one warning per dropped key (file, key, why, what to do).
 
@@ -577,24 +598,14 @@ def load_settings(
         _rule_warnings(_to_snake(raw_ws), str(ws_path), warns)  # indexes as in the file
         if "hooks" in ws:  # a workspace's hooks run only once the user trusts it (issue 12 §5)
             ws["workspace_hooks"] = ws.pop("hooks")
-        user_rules = (merged.get("permissions") or {}).get("rules")
-        user_sandbox = merged.get("sandbox") if isinstance(merged.get("sandbox"), dict) else None
-        merged = _merge(merged, ws)
-        ws_rules = (ws.get("permissions") or {}).get("rules")
-        if isinstance(user_rules, list) and isinstance(ws_rules, list):
-            # a workspace may add deny/ask rules, never drop the user's own (deny wins whatever the order)
-            merged["permissions"] = {**merged["permissions"], "rules": [*user_rules, *ws_rules]}
-        user_hide = (user_sandbox or {}).get("hide")
-        ws_hide = (ws.get("sandbox") or {}).get("hide") if isinstance(ws.get("sandbox"), dict) else None
-        if isinstance(user_hide, list) and isinstance(ws_hide, list):  # hiding adds up, like rules
-            merged["sandbox"] = {**merged["sandbox"], "hide": [*user_hide, *ws_hide]}
+        merged = _merge_layer(merged, ws)
     if editor_options:
         opts, opt_warnings = lenient_options(editor_options)
         warns.extend(opt_warnings)
         _rule_warnings(opts, "initializationOptions", warns)
-        merged = _merge(merged, opts)
+        merged = _merge_layer(merged, opts)
     if cli:
-        merged = _merge(merged, {k: v for k, v in cli.items() if v is not None})
+        merged = _merge_layer(merged, {k: v for k, v in cli.items() if v is not None})
     try:
         return Settings.model_validate(merged)
     except ValidationError as exc:
