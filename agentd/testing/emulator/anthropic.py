@@ -111,8 +111,10 @@ def _answer(
         }
         index = 0
         core.update_entry(entry, compaction=True)
+        if core.scenario.get("compaction_gate"):  # hold the summary's stream at that gate (crash tests)
+            answer.update(hold_after_events=0, gate=str(core.scenario["compaction_gate"]))
     else:
-        taken = core.take_answer()
+        taken = core.take_answer(body.get("messages"))
         if taken is None:
             core.problem(f"request #{req.seq} came after the scenario ran out")
             return _fail(core, entry, ApiError(500, "api_error", "emulator: scenario exhausted"))

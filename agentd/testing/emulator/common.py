@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from .cache import CacheSim, PrefixCache
 from .clock import Clock
-from .scenario import load_scenario
+from .scenario import first_user_text, load_scenario
 from .validate import ApiError
 
 
@@ -189,6 +189,7 @@ class Core:
                 self.scenario = load_scenario(scenario)
             self._seq = 0
             self.cursor = 0
+            self.conversation_cursors: dict[str, int] = {}
             self.journal: list[dict[str, Any]] = []
             self.problems: list[str] = []
             self.validation_failures = 0
@@ -204,6 +205,7 @@ class Core:
         loaded = load_scenario(scenario)
         with self.lock:
             self.scenario, self.cursor = loaded, 0
+            self.conversation_cursors = {}
             self._apply_delay()
 
     def _apply_delay(self) -> None:
@@ -220,9 +222,21 @@ class Core:
             self._seq += 1
             return self._seq
 
-    def take_answer(self) -> tuple[int, dict[str, Any]] | None:
-        """The next answer and its 1-based number, or None when the script ran out."""
+    def take_answer(self, messages: Any = None) -> tuple[int, dict[str, Any]] | None:
+        """The next answer and its 1-based number, or None when the script ran out. With `conversations`
+        (TESTING.md §3.3), a request whose first user message contains a conversation's marker takes the
+        next answer of that conversation (each has its own cursor); any other takes from `answers`."""
         with self.lock:
+            conversations = self.scenario.get("conversations") or {}
+            if conversations:
+                text = first_user_text(messages)
+                for marker, script in conversations.items():
+                    if marker in text:
+                        n = self.conversation_cursors.get(marker, 0)
+                        if n >= len(script):
+                            return None
+                        self.conversation_cursors[marker] = n + 1
+                        return n + 1, script[n]
             answers = self.scenario["answers"]
             if self.cursor >= len(answers):
                 return None
@@ -289,6 +303,10 @@ class Core:
                 out.append(
                     f"{unused} scripted answer(s) unused (answers {self.cursor + 1}..{self.cursor + unused})"
                 )
+            for marker, script in (self.scenario.get("conversations") or {}).items():
+                left = len(script) - self.conversation_cursors.get(marker, 0)
+                if left and not allow:
+                    out.append(f"{left} answer(s) of conversation {marker!r} unused")
             return out
 
 

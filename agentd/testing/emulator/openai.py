@@ -245,7 +245,7 @@ def _answer(core: Core, req: Request, entry: dict[str, Any], body: dict[str, Any
         index = 0
         core.update_entry(entry, compaction=True)
     else:
-        taken = core.take_answer()
+        taken = core.take_answer(body.get("messages"))
         if taken is None:
             core.problem(f"request #{req.seq} came after the scenario ran out")
             return _fail(core, entry, ApiError(500, "server_error", "emulator: scenario exhausted"))

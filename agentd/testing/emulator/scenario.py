@@ -47,6 +47,8 @@ SCENARIO_KEYS = frozenset(
         "tool_calls_as_text",
         "served_window",
         "server",
+        "conversations",
+        "compaction_gate",
     }
 )
 ANSWER_KEYS = frozenset(
@@ -202,7 +204,29 @@ def load_scenario(source: Any) -> dict[str, Any]:
     if not isinstance(answers, list):
         raise ValueError(f"scenario: 'answers' must be a list of answers, got {answers!r}")
     data["answers"] = [normalize_answer(a, i + 1) for i, a in enumerate(answers)]
+    conversations = data.get("conversations") or {}
+    if not isinstance(conversations, dict) or not all(
+        isinstance(k, str) and k and isinstance(v, list) for k, v in conversations.items()
+    ):
+        raise ValueError("scenario: 'conversations' must map non-empty marker strings to lists of answers")
+    data["conversations"] = {
+        marker: [normalize_answer(a, i + 1) for i, a in enumerate(script)]
+        for marker, script in conversations.items()
+    }
     return data
+
+
+def first_user_text(messages: Any) -> str:
+    """The text of the first user message of a request (its string content or its text blocks), or ""."""
+    for m in messages if isinstance(messages, list) else []:
+        if isinstance(m, dict) and m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, str):
+                return content
+            return "".join(
+                b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+            )
+    return ""
 
 
 @dataclass
