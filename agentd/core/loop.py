@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentd import failpoints
 from agentd.core import compaction, events, fit
 from agentd.core.journal import new_message_id
-from agentd.core.replies import cut_note, unique_tool_use_ids
+from agentd.core.replies import NOT_AN_OBJECT, cut_note, object_input, unique_tool_use_ids
 from agentd.core.toolbox import Call
 from agentd.core.validate import validate_request
 from agentd.core.window import learn_window
@@ -241,8 +241,8 @@ class Turn:
         repeats (original id by fresh id). A truncated call is reported to the model (issue 9 H3)."""
         s = self.s
         cut = {tid: response.truncated_tool_names.get(tid, "") for tid in response.truncated_tool_use_ids}
-        blocks = [b for b in response.content if not (b.get("type") == "tool_use" and b.get("id") in cut)]
-        blocks, renames = unique_tool_use_ids(blocks, s.context.tool_use_ids())
+        # A cut call is never in `content` (ModelResponse): a complete call that shares its id runs (break9).
+        blocks, renames = unique_tool_use_ids(response.content, s.context.tool_use_ids())
         s.toolbox.invalid_inputs.update(
             response.invalid_tool_inputs
         )  # malformed calls written as text (issue 17)
@@ -285,12 +285,15 @@ class Turn:
         self.s.context.add_user([note])
 
     def _valid_unicode(self, blocks: list[Block]) -> list[Block]:
-        """What a reply may hold (H19): lone surrogates become U+FFFD and an input nested too deeply becomes
-        `{}`, so the reply can be stored and sent again; such a tool_use is answered with `invalid_arguments`
-        instead of running (`Toolbox.invalid_inputs`)."""
+        """What a reply may hold (H19): lone surrogates become U+FFFD and an input nested too deeply or not an
+        object (H1 class, break9) becomes `{}`, so the reply can be stored and sent again; such a tool_use is
+        answered with `invalid_arguments` instead of running (`Toolbox.invalid_inputs`)."""
         invalid = self.s.toolbox.invalid_inputs
         out = []
         for b in blocks:
+            b, changed = object_input(b)
+            if changed:
+                invalid[str(b.get("id"))] = NOT_AN_OBJECT
             if b.get("type") == "tool_use" and deeper_than(b.get("input")):
                 invalid[str(b.get("id"))] = (
                     f"invalid_arguments: input: nested deeper than {MAX_JSON_DEPTH} levels; send a flatter input"
@@ -391,6 +394,7 @@ class Turn:
         if self.inflight:
             blocks = [b for b in self.inflight if b.get("type") in ("text", "tool_use")]
             blocks, _ = unique_tool_use_ids(blocks, s.context.tool_use_ids())
+            blocks = self._valid_unicode(blocks)  # never run, but stored and sent again (H19, break9)
             self._store_assistant(blocks, new_message_id(), None, None)
             self.inflight = None
         open_ids = s.context.open_tool_use_ids()

@@ -2,20 +2,46 @@
 (CONTRACTS.md §8, §11; issue 9 H1 and H3, case C16).
 
 Owns: `unique_tool_use_ids` (a reply's tool_use ids made unique against the history and each other: the first
-use of an id runs, a repeat gets a fresh id and an `is_error` result), `fresh_tool_use_id`, `IdRepair` (the
-same rule applied by replay to a log written before it, with each tool_result renamed to follow its
-tool_use), and the model-facing texts `repeat_text` and `cut_notice`. Used by the loop and by replay, so a
+use of an id runs, a repeat gets a fresh id and an `is_error` result; an id outside the API's pattern
+`[A-Za-z0-9_-]+`, a missing or empty one included, gets a valid one and runs), `fresh_tool_use_id`,
+`object_input` (a tool_use whose input is not an object is stored with `{}`, so the reply can be sent
+back: the API refuses any other input; issue 9 H1 class, break9), `IdRepair` (the same rules applied by
+replay to a log written before them, with each tool_result renamed to follow its tool_use), and the
+model-facing texts `repeat_text`, `NOT_AN_OBJECT` and `cut_notice`. Used by the loop and by replay, so a
 live session and its replay rebuild the same bytes. Imports nothing from agentd.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 Block = dict[str, Any]
+
+_ID = re.compile(r"[A-Za-z0-9_-]+")  # the Messages API's pattern for tool_use ids (and tool_result's)
+_NOT_ID_CHAR = re.compile(r"[^A-Za-z0-9_-]")
+NOT_AN_OBJECT = "invalid_arguments: input: must be an object"
+
+
+def valid_id(raw: Any) -> str:
+    """`raw` when it is a tool_use id the API accepts back (`[A-Za-z0-9_-]+`); else the same with every
+    other character replaced by `_` (`functions.read:0` -> `functions_read_0`, as some OpenAI-compatible
+    servers number calls), and `toolu` for a missing or empty id. Deterministic, for replay."""
+    if isinstance(raw, str) and _ID.fullmatch(raw):
+        return raw
+    return _NOT_ID_CHAR.sub("_", raw) if isinstance(raw, str) and raw else "toolu"
+
+
+def object_input(block: Block) -> tuple[Block, bool]:
+    """A tool_use `block` as it may be stored: an input that is not an object (a list, a string, a number:
+    the API refuses it in every later request) becomes `{}`. Returns the block (a new dict when changed)
+    and whether it changed (the call is then answered with `NOT_AN_OBJECT`, never run)."""
+    if block.get("type") != "tool_use" or isinstance(block.get("input"), dict):
+        return block, False
+    return {**block, "input": {}}, True
 
 
 @dataclass(frozen=True)
@@ -40,9 +66,10 @@ def fresh_tool_use_id(base: str, *taken: Collection[str]) -> str:
 
 def unique_tool_use_ids(blocks: list[Block], taken: set[str]) -> tuple[list[Block], list[Renamed]]:
     """`blocks` with every tool_use whose id is in `taken` or repeats an earlier block's id given a fresh
-    id (case C16: the API rejects a request that repeats a tool_use id anywhere). The first use of an id in
-    `blocks` keeps it unless the history holds it. Returns the new list (renamed blocks are new dicts; the
-    others are the same objects) and the renames in block order. `taken` is not changed."""
+    id (case C16: the API rejects a request that repeats a tool_use id anywhere), and every id outside the
+    API's pattern made valid first (`valid_id`). The first use of an id in `blocks` keeps it unless the
+    history holds it. Returns the new list (renamed blocks are new dicts; the others are the same objects)
+    and the renames in block order; a missing id is renamed from `""`. `taken` is not changed."""
     added: set[str] = (
         set()
     )  # ids given out in this reply (`taken` is never copied: replay calls this per reply)
@@ -51,10 +78,12 @@ def unique_tool_use_ids(blocks: list[Block], taken: set[str]) -> tuple[list[Bloc
     renames: list[Renamed] = []
     for block in blocks:
         if block.get("type") == "tool_use":
-            old = str(block.get("id"))
-            new = fresh_tool_use_id(old, taken, added) if old in taken or old in added else old
-            if new != old:
-                renames.append(Renamed(old=old, new=new, repeat=old in in_reply))
+            raw = block.get("id")
+            old = raw if isinstance(raw, str) else ""
+            base = valid_id(raw)
+            new = fresh_tool_use_id(base, taken, added) if base in taken or base in added else base
+            if new != raw:
+                renames.append(Renamed(old=old, new=new, repeat=bool(old) and old in in_reply))
                 block = {**block, "id": new}
             added.add(new)
             in_reply.add(old)
@@ -102,7 +131,7 @@ class IdRepair:
         self._answered: set[str] = set()
 
     def assistant(self, blocks: list[Block], taken: set[str]) -> list[Block]:
-        out, renames = unique_tool_use_ids(blocks, taken)
+        out, renames = unique_tool_use_ids([object_input(b)[0] for b in blocks], taken)
         self._ids, self._answered = {}, set()
         if renames:
             for old, new in zip(blocks, out, strict=True):

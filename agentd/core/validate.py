@@ -7,7 +7,8 @@ Runs before every send and after every resume or replay. Implemented independent
 Rules, checked in this order; the first violation is reported as one line of text:
 1. every `tool_use` in assistant message i is answered by a `tool_result` in message i+1;
 2. no `tool_result` whose id is not a `tool_use` of the previous assistant message;
-3. `tool_use` ids are unique across the whole request (case C16, issue 9 H1);
+3. `tool_use` ids are unique across the whole request (case C16, issue 9 H1), match `[A-Za-z0-9_-]+`, and
+   a `tool_use` input is an object (H1 class, break9: the API refuses anything else in every later request);
 4. at most one `tool_result` per `tool_use` (H1);
 5. `tool_result` blocks come first in their message;
 6. no empty content, except a final assistant message;
@@ -22,10 +23,12 @@ Rules, checked in this order; the first violation is reported as one line of tex
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from typing import Any
 
 MAX_BREAKPOINTS = 4
+_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -72,13 +75,18 @@ def _pairing(messages: list[dict[str, Any]]) -> str | None:
 
 
 def _unique_ids(messages: list[dict[str, Any]]) -> str | None:
-    """Rules 3 and 4: the service rejects a repeated `tool_use` id anywhere in the request, and a second
-    `tool_result` for one id (its texts, anthropics/claude-code#21317 and #28515)."""
+    """Rules 3 and 4: the service rejects a repeated `tool_use` id anywhere in the request, an id outside its
+    pattern, an input that is not an object, and a second `tool_result` for one id (its texts,
+    anthropics/claude-code#21317 and #28515)."""
     seen: set[str] = set()
     for i, msg in enumerate(messages):
         answered: set[str] = set()
         for j, b in enumerate(_blocks(msg.get("content"))):
             if b.get("type") == "tool_use":
+                if not isinstance(b.get("id"), str) or not _ID.fullmatch(b["id"]):
+                    return f"messages.{i}.content.{j}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+                if not isinstance(b.get("input"), dict):
+                    return f"messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary"
                 if repr(b.get("id")) in seen:
                     return f"messages.{i}.content.{j}: `tool_use` ids must be unique"
                 seen.add(repr(b.get("id")))

@@ -20,6 +20,7 @@ __all__ = ["ApiError", "breakpoints_in_order", "validate_request"]
 
 STRICT_VERSION = "2026-10-21"  # anthropic 2.x sends it; TESTING.md §3.2 (rejects sampling parameters)
 _TTLS = ("5m", "1h")
+_TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 @dataclass(eq=True)
@@ -143,6 +144,24 @@ def _check_message_shapes(body: dict[str, Any]) -> str | None:
             ):
                 if key not in b:
                     return f"messages.{i}.content.{j}.{key}: Field required"
+            problem = _tool_block_fields(b)
+            if problem is not None:
+                return f"messages.{i}.content.{j}.{b['type']}.{problem}"
+    return None
+
+
+def _tool_block_fields(b: dict[str, Any]) -> str | None:
+    """The field types and id pattern of a tool_use / tool_result block (pydantic-style texts of the
+    service: a tool_use id outside `^[a-zA-Z0-9_-]+$`, e.g. from another provider's `functions.f:0`)."""
+    ids = {"tool_use": "id", "tool_result": "tool_use_id"}.get(b["type"])
+    if ids is None:
+        return None
+    if not isinstance(b[ids], str) or not _TOOL_ID.fullmatch(b[ids]):
+        return f"{ids}: String should match pattern '^[a-zA-Z0-9_-]+$'"
+    if b["type"] == "tool_use" and not isinstance(b["name"], str):
+        return "name: Input should be a valid string"
+    if b["type"] == "tool_use" and not isinstance(b["input"], dict):
+        return "input: Input should be a valid dictionary"
     return None
 
 
