@@ -51,7 +51,12 @@ def _add_globals(p: argparse.ArgumentParser, level: int) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="agentd", description="agentd: an editor-integrated coding-agent daemon.")
+    p = _Parser(
+        prog="agentd",
+        description="agentd: an editor-integrated coding-agent daemon. On a terminal, `agentd` opens the "
+        "interactive client on the workspace (its newest session, or --new, or --resume ID); with pipes it "
+        "serves an editor over LSP.",
+    )
     p.add_argument("--version", action="version", version=f"agentd {__version__}")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="LSP over stdin/stdout (the default; for editors)")
@@ -71,7 +76,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SESSION_ID",
         nargs="?",
         const="",
-        help="server mode: replay, check and lock this session, then announce it to the editor",
+        help="open this session: on a terminal, in the interactive client; with pipes, replayed, checked and "
+        "locked, then announced to the editor",
+    )
+    p.add_argument(
+        "--workspace",
+        dest="chat_workspace",
+        metavar="DIR",
+        help="terminal client: the project folder (default: .)",
+    )
+    p.add_argument(
+        "--new",
+        dest="chat_new",
+        action="store_true",
+        help="terminal client: a new session, not the newest one",
     )
     _add_globals(p, 0)
     sub = p.add_subparsers(
@@ -191,12 +209,26 @@ def _ask_trust(workspace: Path, settings: Any, tty: str = "/dev/tty") -> None:
         fd = os.open(tty, os.O_RDWR | os.O_NOCTTY)
     except OSError:
         return
-    with os.fdopen(fd, "r+", encoding="utf-8", errors="replace") as term:
-        term.write(question)
-        term.flush()
-        answer = term.readline().strip().lower()
+    try:  # bytes on the descriptor: a text file opened "r+" on a terminal is not seekable (it failed there)
+        os.write(fd, question.encode("utf-8", "replace"))
+        answer = _read_line(fd).strip().lower()
+    except OSError:
+        return
+    finally:
+        os.close(fd)
     if answer in ("y", "yes"):
         store.trust(workspace, digest)
+
+
+def _read_line(fd: int) -> str:
+    """One line typed on the terminal `fd` (without its newline; what was typed before EOF)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("utf-8", "replace")
 
 
 def _add_doctor_parser(sub: Any) -> None:
@@ -363,12 +395,50 @@ def data_dir(cli_value: str | None, *, write: bool = True) -> Any:
     return DataDir(resolve_data_dir(cli_value, write=write))
 
 
+def _on_terminal(args: argparse.Namespace) -> bool:
+    """`agentd` typed by a person: stdin and stdout are a terminal and no server mode was asked for."""
+    server = args.stdio or args.socket is not None or args.tcp is not None or args.acp
+    return not server and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _chat(args: argparse.Namespace) -> int:
+    """The interactive terminal client (PROTOCOL.md §3.1; docs/terminal.md) on the workspace: its newest
+    session, a new one (`--new`) or `--resume ID` (in that session's own folder)."""
+    from agentd.adapters.tui.chat import Opener, run_chat
+
+    dd = data_dir(args.data_dir)
+    workspace = _workspace(args.chat_workspace or ".")
+    if args.resume:
+        workspace = _resumed_workspace(args.resume, args.chat_workspace, dd) or workspace
+
+    def settings(ws: Path, overrides: dict[str, Any]) -> Any:
+        from agentd.config import load_settings
+
+        warnings: list[str] = []
+        loaded = load_settings(ws, warnings=warnings, cli=overrides)
+        for w in warnings:
+            console.line(f"agentd: warning: {w}")
+        _ask_trust(ws, loaded)
+        return loaded
+
+    return run_chat(Opener(settings, dd), workspace, resume=args.resume or None, new=args.chat_new,
+                    verbose=args.verbose, log_file=bool(args.log_file))  # fmt: skip
+
+
 def _serve(args: argparse.Namespace) -> int:
     """The LSP adapter (PROTOCOL.md §3.1, §3.2): stdio by default, or `--socket PATH` / `--tcp PORT`.
     With `--resume ID` the session is replayed, validated and locked before stdin is read (exit 3, 4, 5).
-    A data dir agentd cannot write is reported in the answer to `initialize` (H12), not by a silent exit."""
+    A data dir agentd cannot write is reported in the answer to `initialize` (H12), not by a silent exit.
+    On a terminal, without a server mode, the interactive client instead (`_chat`)."""
     if args.resume == "":
         raise UsageError("--resume needs a session id; list them with: agentd sessions list")
+    if _on_terminal(args):
+        return _chat(args)
+    if args.chat_workspace is not None or args.chat_new:
+        raise UsageError(
+            "--workspace and --new are for the terminal client (agentd typed on a terminal); an editor "
+            "gives its workspace folders in initialize"
+        )
     if args.acp:
         raise UsageError(
             "--acp: the ACP adapter is not available in this build yet; start the LSP adapter instead "
@@ -409,19 +479,19 @@ def _workspace(raw: str) -> Path:
     return ws.resolve()
 
 
-def _resumed_workspace(args: argparse.Namespace, dd: Any) -> Path | None:
+def _resumed_workspace(session_id: str, workspace: str | None, dd: Any) -> Path | None:
     """For `--resume ID`: the session's own workspace, which decides its config (rules, limits). An explicit
     `--workspace` naming another folder is refused (H4): a session keeps its workspace."""
     from agentd.persistence.index import read_meta
 
-    meta = read_meta(dd, args.run_resume) or {}
+    meta = read_meta(dd, session_id) or {}
     cwd = meta.get("cwd")
     if not isinstance(cwd, str):
         return None  # not found or unreadable: opening the session says so
-    if args.workspace is not None and os.path.realpath(args.workspace) != os.path.realpath(cwd):
+    if workspace is not None and os.path.realpath(workspace) != os.path.realpath(cwd):
         raise UsageError(
-            f"session {args.run_resume} works in {cwd}, not in {args.workspace}; drop --workspace to resume "
-            f"it there, or start a new session in {args.workspace} (without --resume)"
+            f"session {session_id} works in {cwd}, not in {workspace}; drop --workspace to resume "
+            f"it there, or start a new session in {workspace} (without --resume)"
         )
     return Path(cwd) if Path(cwd).is_dir() else None
 
@@ -439,7 +509,7 @@ def _run(args: argparse.Namespace) -> int:
     workspace = _workspace(args.workspace or ".")
     dd = data_dir(args.data_dir)
     if args.run_resume:
-        workspace = _resumed_workspace(args, dd) or workspace
+        workspace = _resumed_workspace(args.run_resume, args.workspace, dd) or workspace
     warnings: list[str] = []
     settings = load_settings(
         workspace,

@@ -3,7 +3,9 @@
 Owns: `run_terminal_turn` (one turn: open or create the session, run it, the exit code of PROTOCOL.md
 §3.1), `Printer` (the session-update sink: the assistant's text on stdout, operator lines on stderr, and for
 the demo the plan as a list and the command output), the approvers' front-end wrappers (`CountingApprover`,
-`AutoApprover`), `TurnReport` (what the exit code needs to know about a turn) and the texts of the turn's
+`AutoApprover`), what every terminal front end shares with the interactive client (agentd.adapters.tui):
+`provider_for`, `open_or_create` (a session with its MCP servers), `discard_session` (H11) and
+`cache_summary`; `TurnReport` (what the exit code needs to know about a turn) and the texts of the turn's
 last lines (`[cancelled]`, an empty reply, the no-terminal hint).
 Writes only through `agentd.log.console`. Imports the core (lazily), agentd.log, agentd.errors and
 agentd.permissions.approver; never pygls, lsprotocol, acp or agentd.adapters.
@@ -232,7 +234,6 @@ async def run_terminal_turn(setup: TurnSetup) -> TurnOutcome:
     A new session whose turn never got a reply from the model (unreachable endpoint, bad key) is deleted,
     so `--continue` cannot land on it (H11). Raises ProviderError, ConfigError, SessionNotFound, ..."""
     from agentd.core.session import clean_prompt
-    from agentd.providers.factory import make_provider
 
     blocks = [{"type": "text", "text": setup.prompt}]
     blocks = clean_prompt(blocks)  # an empty prompt is refused before any session exists
@@ -240,16 +241,7 @@ async def run_terminal_turn(setup: TurnSetup) -> TurnOutcome:
     log.info("run: workspace %s, data dir %s, provider %s, model %s", setup.workspace, setup.data_dir.root,
              s.provider, s.model or "(the provider's default)")  # fmt: skip
     log.debug("run: effective settings %s", s.model_dump(exclude={"auth_token"}))
-    provider = make_provider(
-        s.provider,
-        model=s.model,
-        base_url=s.base_url,
-        api_key_env=s.api_key_env,
-        scenario=s.scenario,
-        openai_options=s.openai,
-        retries=s.retries,
-        env=setup.provider_env,
-    )
+    provider = provider_for(s, env=setup.provider_env)
     try:
         return await _turn(setup, provider, blocks)
     finally:
@@ -266,38 +258,39 @@ def _approver(setup: TurnSetup, report: TurnReport) -> Approver:
     )
 
 
-async def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnReport) -> tuple[Any, bool]:
-    """The session of the turn, and whether it was created now; its MCP servers started (a server that
-    does not start is a warning line)."""
-    from agentd.core.factory import create_session, open_session
-    from agentd.persistence.index import newest_session
+def provider_for(settings: Any, env: dict[str, str] | None = None) -> Any:
+    """The model provider of the effective settings (`agentd.providers.factory.make_provider`); `env`
+    replaces the environment its key is read from. Raises ConfigError (no key, bad scenario)."""
+    from agentd.providers.factory import make_provider
 
-    session_id = setup.session_id
-    if setup.continue_newest:
-        session_id = newest_session(setup.data_dir, setup.workspace)
-        if session_id is None:
-            printer.line("agentd: no earlier session in this workspace; starting a new one")
-    common: dict[str, Any] = {
-        "settings": setup.settings,
-        "provider": provider,
-        "data_dir": setup.data_dir,
-        "approver": _approver(setup, report),
-        "sink": printer.update,
-        "lines": printer.line,
-    }
+    s = settings
+    return make_provider(s.provider, model=s.model, base_url=s.base_url, api_key_env=s.api_key_env,
+                         scenario=s.scenario, openai_options=s.openai, retries=s.retries, env=env)  # fmt: skip
+
+
+async def open_or_create(
+    *, settings: Any, data_dir: Any, workspace: Path, session_id: str | None, provider: Any,
+    approver: Approver, sink: Callable[[dict[str, Any]], None], lines: Callable[[str], None],
+) -> tuple[Any, bool]:  # fmt: skip
+    """The session `session_id` (None: a new one in `workspace`) and whether it was created now, with its
+    MCP servers started (a server that does not start is a warning line), for the terminal front ends.
+    Raises SessionNotFound, SessionLocked, StorageError, and ConfigError when the session's folder is gone."""
+    from agentd.core.factory import create_session, open_session
     from agentd.mcp.manager import specs_from_settings, start_servers
 
-    s = setup.settings
+    s = settings
+    common: dict[str, Any] = {"settings": s, "provider": provider, "data_dir": data_dir, "approver": approver,
+                              "sink": sink, "lines": lines}  # fmt: skip
     common["mcp"] = await start_servers(
         specs_from_settings(s),
-        setup.workspace,
+        workspace,
         s,
-        warn=lambda text: printer.line(f"agentd: warning: {text}"),
+        warn=lambda text: lines(f"agentd: warning: {text}"),
         secret_env=[s.api_key_env] if s.api_key_env else [],
     )
     try:
         if not session_id:
-            return create_session(cwd=setup.workspace, **common), True
+            return create_session(cwd=workspace, **common), True
         session = open_session(session_id=session_id, **common)
     except BaseException:
         if common["mcp"] is not None:
@@ -310,6 +303,21 @@ async def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnR
             "or start a new session with --workspace DIR"
         )
     return session, False
+
+
+async def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnReport) -> tuple[Any, bool]:
+    """The session of the turn, and whether it was created now."""
+    from agentd.persistence.index import newest_session
+
+    session_id = setup.session_id
+    if setup.continue_newest:
+        session_id = newest_session(setup.data_dir, setup.workspace)
+        if session_id is None:
+            printer.line("agentd: no earlier session in this workspace; starting a new one")
+    return await open_or_create(
+        settings=setup.settings, data_dir=setup.data_dir, workspace=setup.workspace, session_id=session_id,
+        provider=provider, approver=_approver(setup, report), sink=printer.update, lines=printer.line,
+    )  # fmt: skip
 
 
 async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -> TurnOutcome:
@@ -341,7 +349,7 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
             created and not session.totals.requests
         ):  # the model was never reached: keep no empty session (H11)
             session.close()
-            _discard(setup.data_dir, session.id)
+            discard_session(setup.data_dir, session.id)
             printer.line(f"[session {session.id} discarded: the model was never reached]")
         raise
     finally:
@@ -364,7 +372,9 @@ def _instructions_line(session: Any, printer: Printer, *, reload: bool) -> None:
         printer.line(f"[instructions · {session.instructions.summary()}]")
 
 
-def _discard(data_dir: Any, session_id: str) -> None:
+def discard_session(data_dir: Any, session_id: str) -> None:
+    """Delete a session that never reached the model (H11), so `--continue` cannot land on it; a failure is
+    only logged."""
     from agentd.persistence.index import delete_session
 
     try:

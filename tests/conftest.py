@@ -25,6 +25,7 @@ TIERS = {
     "integration": "integration",
     "lsp": "protocol",
     "acp": "acp",
+    "terminal": "terminal",
     "nvim": "nvim",
     "vscode": "vscode",
     "reliability": "reliability",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentd.permissions.rules import Rule, parse_target, subject_of, verdicts
+from agentd.protocol.approvals import permission_options
 from agentd.tools.base import Preview, visible
 
 ApprovalOption = Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
@@ -76,6 +77,14 @@ class ApprovalOutcome:
     detail: str | None = None
     note: str | None = None
     option_id: str | None = None
+
+
+def offered_options(req: ApprovalRequest) -> list[dict[str, Any]]:
+    """The options a front end shows, in order: the ones the gate offers (the command prefix, no "always"
+    for a protected path; PROTOCOL.md §6.10), else the four base options; each `name` escaped as every
+    approval text is (H20: a prefix comes from the model's command)."""
+    offered = [dict(o) for o in req.options] or permission_options(req.tool_name)
+    return [{**o, "name": visible(str(o.get("name", "")), one_line=True)} for o in offered]
 
 
 class Approver(Protocol):

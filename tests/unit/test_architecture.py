@@ -295,3 +295,20 @@ def test_no_import_cycle_through_the_core_and_its_leaves() -> None:
 
     cycles = sorted(m for m in graph if m.startswith(mine) and reaches(m, m))
     assert cycles == []
+
+
+def test_the_terminal_libraries_stay_in_the_terminal_client() -> None:
+    """prompt_toolkit and rich are imported only by agentd/adapters/tui/, which only the command line imports,
+    lazily: an editor's `agentd` never loads them (issue 14)."""
+    users = sorted(
+        {_rel(p) for p in _modules() for m, _ in _imports(p) if _first(m) in ("prompt_toolkit", "rich")}
+    )
+    assert users and all(u.startswith("agentd/adapters/tui/") for u in users)
+    importers = sorted(
+        (_rel(p), top)
+        for p in _modules()
+        if not _rel(p).startswith("agentd/adapters/tui/")
+        for m, top in _imports(p)
+        if m.startswith("agentd.adapters.tui")
+    )
+    assert importers == [("agentd/cli.py", False)]

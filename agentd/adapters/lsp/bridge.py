@@ -21,7 +21,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from agentd.log import stderr_line
-from agentd.protocol.approvals import permission_options
 from agentd.text import visible
 
 if TYPE_CHECKING:
@@ -220,10 +219,10 @@ def shown(text: str) -> str:
 
 
 def _options(req: ApprovalRequest) -> list[dict[str, Any]]:
-    """The options the gate offers (the command prefix, no "always" for a protected path), else the four;
-    their names escaped as every approval text is (H20: a prefix comes from the model's command)."""
-    offered = [dict(o) for o in req.options] or permission_options(req.tool_name)
-    return [{**o, "name": shown(str(o.get("name", "")))} for o in offered]
+    """The options the gate offers, names escaped (agentd.permissions.approver.offered_options)."""
+    from agentd.permissions.approver import offered_options
+
+    return offered_options(req)
 
 
 def _outcome_of(result: Any, req: ApprovalRequest) -> ApprovalOutcome:

@@ -1,0 +1,338 @@
+"""The terminal client's controller (docs/terminal.md): the session it holds and the prompt/turn loop.
+
+Owns `Chat`: opening a session (the workspace's newest, a new one, or a given id) through the terminal front
+ends' shared `agentd.terminal.open_or_create`, with the workspace's settings and trust question from the
+command line (`Opener`); showing a resumed session's history (`Session.replay_updates`); reading input,
+running slash commands (agentd.adapters.tui.commands) and turns (`Session.prompt`); Ctrl-C (cancel the turn;
+a second one while it stops leaves; at an empty prompt twice within 2 s, or Ctrl-D, exits); switching
+session (`/new`, `/resume`, `/model`); and closing: a session created here that never reached the model is
+deleted (H11), any other is kept and its id printed with the command that continues it.
+Uses only the Session's public API (tests/unit/test_architecture.py). Never imports pygls, lsprotocol, acp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import termios
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from agentd import __version__
+from agentd.adapters.tui import commands
+from agentd.adapters.tui.approval import KeyboardApprover
+from agentd.adapters.tui.entry import ChatCompleter, Entry
+from agentd.adapters.tui.mentions import prompt_blocks
+from agentd.adapters.tui.status import status_text
+from agentd.adapters.tui.view import View
+from agentd.errors import AgentdError, SessionLocked
+from agentd.text import visible
+
+log = logging.getLogger("agentd.tui")
+EXIT_WINDOW_S = 2.0  # a second Ctrl-C at an empty prompt within this long exits
+TICK_S = 0.1
+
+
+@dataclass
+class Opener:
+    """What the command line gives the client: `settings(workspace, overrides)` loads the effective settings
+    of a workspace (warnings printed, the trust question asked: agentd.cli); `data_dir` (a DataDir)."""
+
+    settings: Callable[[Path, dict[str, Any]], Any]
+    data_dir: Any
+
+
+class _ViewLog(logging.Handler):
+    """Log records as dim lines of the transcript (never raw on the terminal under the live region)."""
+
+    def __init__(self, view: View, level: int) -> None:
+        super().__init__(level)
+        self.view = view
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.view.note(f"[{record.levelname.lower()} · {record.name}: {record.getMessage()}]")
+        except Exception:
+            self.handleError(record)
+
+
+def route_logs(view: View, verbose: int) -> None:
+    """Without a log file, the client shows errors (and with `-v`/`-vv` also info/debug records) in the
+    transcript; warnings the client shows another way (a retry is its own line) stay out of it."""
+    root = logging.getLogger("agentd")
+    level = logging.ERROR if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    root.handlers[:] = [_ViewLog(view, level)]
+
+
+@contextlib.contextmanager
+def keys_held(fd: int) -> Iterator[None]:
+    """During a turn, keys typed are neither echoed nor line-edited (they wait for the next prompt);
+    Ctrl-C still interrupts. Nothing changes when `fd` is not a terminal."""
+    try:
+        old = termios.tcgetattr(fd)
+    except (termios.error, OSError):
+        yield
+        return
+    quiet = termios.tcgetattr(fd)
+    quiet[3] &= ~(termios.ECHO | termios.ICANON)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, old)
+
+
+class Chat:
+    """One terminal client (see the module docstring)."""
+
+    def __init__(self, opener: Opener, workspace: Path, console: Console | None = None) -> None:
+        self.opener = opener
+        self.workspace = workspace
+        self.console = console or Console(highlight=False)
+        self.view = View(self.console, self.status_line)
+        self.approver = KeyboardApprover(self.view, self.cancel_turn)
+        self.overrides: dict[str, Any] = {}
+        self.settings: Any = None
+        self.session: Any = None
+        self.provider: Any = None
+        self.created = False
+        self.quit = False
+        self.listed: list[str] = []  # session ids of the last /sessions listing, for `/resume N`
+        self._turn: asyncio.Task[Any] | None = None
+        self._stopping = False
+        self._activity = "working"
+        self._status: tuple[Any, str] = (None, "")
+        self._commands_run = 0
+        completer = ChatCompleter(
+            commands.names, lambda name: commands.arguments(self, name), lambda: self.workspace
+        )
+        self.entry = Entry(completer, self.status_line, getattr(opener.data_dir, "root", None))
+
+    # ---- the status line -----------------------------------------------------------------------------
+    def status_line(self) -> str:
+        """The status line; computed again after an update, a session switch or a command."""
+        if self.session is None or self.session.closed:
+            return "no session"
+        key = (id(self.session), self.view.version, self._commands_run)
+        if self._status[0] != key:
+            self._status = (key, status_text(self.session.status(), self.view.usage))
+        return self._status[1]
+
+    # ---- sessions ------------------------------------------------------------------------------------
+    async def open(self, session_id: str | None, workspace: Path | None = None) -> None:
+        """Close the session held now (if any), then open `session_id` (None: a new one) in `workspace`
+        (default: the current one; a resumed session's own folder wins). Raises AgentdError; on failure no
+        session is held."""
+        from agentd.persistence.index import read_meta
+        from agentd.terminal import open_or_create, provider_for
+
+        if session_id:
+            cwd = (read_meta(self.opener.data_dir, session_id) or {}).get("cwd")
+            workspace = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else workspace
+        await self.close()
+        ws = workspace or self.workspace
+        settings = self.opener.settings(ws, self.overrides)
+        provider = provider_for(settings)
+        try:
+            session, created = await open_or_create(
+                settings=settings, data_dir=self.opener.data_dir, workspace=ws, session_id=session_id,
+                provider=provider, approver=self.approver, sink=self.view.update, lines=self.view.core_line,
+            )  # fmt: skip
+        except BaseException:
+            await provider.aclose()
+            raise
+        self.session, self.provider, self.created, self.settings = session, provider, created, settings
+        self.workspace = ws
+        self.view.usage, self.view.title, self.view.mode = None, session.title, session.mode
+        self._header()
+        if not created:
+            self._replay()
+
+    async def open_first(self, session_id: str | None, new: bool) -> None:
+        """The session the client starts with: `session_id`, a new one, or the workspace's newest (a new
+        one when it has none, or when another process holds it)."""
+        from agentd.persistence.index import list_sessions
+
+        if session_id or new:
+            await self.open(session_id)
+            return
+        newest = next(iter(list_sessions(self.opener.data_dir, self.workspace)), None)
+        if newest is not None and newest.get("lockedBy"):
+            pid = newest["lockedBy"].get("pid")
+            self.view.note(f"[the newest session {newest['id']} is open in process {pid}; starting a new one. "
+                           f"/resume {newest['id']} once it is free]", style="yellow")  # fmt: skip
+            newest = None
+        await self.open(str(newest["id"]) if newest else None)
+
+    async def close(self) -> None:
+        """Close the session held now; one created here that never reached the model is deleted (H11)."""
+        from agentd.terminal import discard_session
+
+        session, provider = self.session, self.provider
+        if session is None:
+            return
+        self.session = self.provider = None
+        try:
+            await session.aclose()
+        finally:
+            await provider.aclose()
+        if self.created and not session.totals.requests:
+            discard_session(self.opener.data_dir, session.id)
+        else:
+            self.view.note(f"[session {session.id} kept · continue it with: agentd --resume {session.id}]")
+
+    def _header(self) -> None:
+        s = self.session
+        line = Text()
+        line.append(f"agentd {__version__}", style="bold")
+        line.append(f" · {s.provider_name} {s.model} · {visible(str(s.cwd), one_line=True)}", style="dim")
+        self.view.print(line)
+        what = "new session" if self.created else f"resumed · {s.turns} turn{'s' if s.turns != 1 else ''}"
+        title = f" · {visible(s.title, one_line=True)}" if s.title else ""
+        self.view.print(Text(f"{s.id} · {what}{title}", style="dim"))
+        self.view.print(Text("/help · Enter sends · Alt-Enter new line · @path attaches a file · Ctrl-C cancels "
+                             "· Ctrl-D exits", style="dim"))  # fmt: skip
+        self.view.print()
+
+    def _replay(self) -> None:
+        """Show the session's history: its prompts, replies and tool lines, then its plan once."""
+        updates = self.session.replay_updates()
+        plans = [u for u in updates if u.get("sessionUpdate") == "plan"]
+        if len(updates) > 2:
+            self.view.print(Text("── history ──", style="dim"))
+        for u in updates:
+            if u.get("sessionUpdate") != "plan":
+                self.view.update(u)
+        self.view.flush()
+        if plans:
+            self.view.update(plans[-1])
+        if len(updates) > 2:
+            self.view.print(Text("── now ──", style="dim"))
+            self.view.print()
+
+    # ---- the loop ------------------------------------------------------------------------------------
+    async def run(self) -> int:
+        """Read and run until /quit, Ctrl-D or a second Ctrl-C. Returns the exit code (0)."""
+        last_interrupt = 0.0
+        try:
+            while not self.quit:
+                try:
+                    text = await self.entry.read()
+                except KeyboardInterrupt:
+                    now = time.monotonic()
+                    if now - last_interrupt < EXIT_WINDOW_S:
+                        break
+                    last_interrupt = now
+                    self.view.note("[Ctrl-C again to exit]")
+                    continue
+                except EOFError:
+                    break
+                await self.handle(text)
+        finally:
+            await self.close()
+        return 0
+
+    async def handle(self, text: str) -> None:
+        """One input: a slash command, or a prompt for the session."""
+        if not text.strip():
+            return
+        self._commands_run += 1
+        try:
+            if commands.is_command(text):
+                await commands.run(self, text)
+            else:
+                await self.prompt(text)
+        except AgentdError as err:
+            self.view.error(f"agentd: {err.message}")
+            if isinstance(err, SessionLocked) and self.session is None:
+                self.view.note("[no session open: /new starts one, /resume ID opens another]")
+
+    async def prompt(self, text: str) -> None:
+        if self.session is None:
+            await self.open(None)
+        mentions = prompt_blocks(text, self.session.cwd, self.settings.tools.read_max_bytes)
+        for problem in mentions.problems:
+            self.view.note(f"[{problem}]", style="yellow")
+        if mentions.attached:
+            self.view.note(f"[attached · {', '.join(mentions.attached)}]")
+        stop = await self.in_turn(self.session.prompt(mentions.blocks))
+        if stop is not None and stop != "end_turn":
+            self.view.note("[cancelled]" if stop == "cancelled" else f"[stop · {stop}]", style="yellow")
+        self.view.print()
+
+    async def in_turn(self, work: Any, activity: str = "working") -> Any:
+        """Run `work` (a coroutine of the session) with the live region, Ctrl-C cancelling it. Returns its
+        result, or None when it was cancelled outright (a compaction) or left (a second Ctrl-C)."""
+        loop = asyncio.get_running_loop()
+        self._turn = asyncio.ensure_future(work)
+        self._stopping = False
+        self._activity = activity
+        loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        self.view.begin_turn(activity)
+        ticker = asyncio.ensure_future(self._tick())
+        try:
+            with keys_held(sys.stdin.fileno()):
+                return await self._turn
+        except asyncio.CancelledError:
+            if self.quit or self._stopping:
+                return None
+            raise
+        finally:
+            ticker.cancel()
+            loop.remove_signal_handler(signal.SIGINT)
+            self.view.end_turn()
+            self._turn = None
+
+    def _on_sigint(self) -> None:
+        if self._stopping and self._turn is not None:  # a second Ctrl-C: leave without waiting
+            self.quit = True
+            self._turn.cancel()
+            return
+        self.cancel_turn()
+
+    def cancel_turn(self) -> None:
+        """Ctrl-C during a turn (or at an approval): the session cancels the turn (which then ends
+        `cancelled`); other work (a compaction) is cancelled directly and leaves the history unchanged."""
+        self._stopping = True
+        if self._turn is None:
+            return
+        if self._activity == "working" and self.session is not None:
+            self.session.cancel()
+        else:
+            self._turn.cancel()
+
+    async def _tick(self) -> None:
+        while True:
+            self.view.tick()
+            await asyncio.sleep(TICK_S)
+
+
+def run_chat(
+    opener: Opener,
+    workspace: Path,
+    *,
+    resume: str | None,
+    new: bool,
+    verbose: int = 0,
+    log_file: bool = False,
+) -> int:
+    """`agentd` on a terminal: open the first session (raises AgentdError when it cannot be opened: the
+    command line prints it and exits with its code), then chat until the user leaves. Returns 0."""
+
+    async def main() -> int:
+        chat = Chat(opener, workspace)
+        if not log_file:
+            route_logs(chat.view, verbose)
+        await chat.open_first(resume, new)
+        return await chat.run()
+
+    return asyncio.run(main())
