@@ -4,7 +4,9 @@ Owns: `setup_logging(verbose, log_file)`, `open_log_file` (no link followed, 060
 `Console` (stdout for the assistant's text, stderr one whole line at a time; they never interleave mid-line
 when both reach one file) and `LineWriter`, the sink of the operator lines (`[turn · …]`,
 `[Permission] …`, `[Hook] …`, `[Tool] …`, `[compressed history · …]`).
-Imports agentd.errors and agentd.persistence.paths (`ensure_dir`) only.
+Both streams go through `agentd.text.terminal_safe` (no control character from a model reply, a file or a
+command reaches the terminal as itself). Imports agentd.errors, agentd.text and agentd.persistence.paths
+(`ensure_dir`) only.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from agentd.errors import ConfigError
+from agentd.text import terminal_safe
 
 LineWriter = Callable[[str], None]
 
@@ -37,9 +40,10 @@ class Console:
         self._lock = threading.RLock()
 
     def out(self, text: str) -> None:
-        """Write `text` to stdout and flush."""
+        """Write `text` to stdout (`terminal_safe`) and flush."""
         if not text:
             return
+        text = terminal_safe(text)
         with self._lock:
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -50,7 +54,7 @@ class Console:
         with self._lock:
             if self.open_line and _same_file(sys.stdout, sys.stderr):
                 self.end()
-            sys.stderr.write(text + "\n")
+            sys.stderr.write(terminal_safe(text) + "\n")
             sys.stderr.flush()
 
     def end(self) -> None:

@@ -2,7 +2,9 @@
 
 Owns: rendering a session log as a readable transcript (with the current plan) and as Markdown.
 `list` reads only `meta.json` files; `show` and `export` never lock and never change a byte, so they work
-on a session another process holds. Output goes to stdout (these are not server modes).
+on a session another process holds. Output goes to stdout (these are not server modes), control characters
+escaped (`agentd.text.terminal_safe`: a stored reply cannot drive the terminal); `export --format jsonl` is
+the log itself (JSON escapes them).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from agentd.persistence.index import delete_session, list_sessions, read_meta
 from agentd.persistence.paths import DataDir
 from agentd.persistence.records import restore_message
 from agentd.persistence.store import read_blob, read_records
+from agentd.text import terminal_safe
 
 
 def sessions_command(args: argparse.Namespace, data_dir: DataDir) -> int:
@@ -41,7 +44,7 @@ def sessions_command(args: argparse.Namespace, data_dir: DataDir) -> int:
     markdown = cmd == "export"
     asked = (read_meta(data_dir, args.id) or {}).get("model")
     blob = lambda ref: read_blob(data_dir, args.id, ref)  # noqa: E731
-    sys.stdout.write(render_transcript(args.id, records, blob, markdown, model=asked))
+    sys.stdout.write(terminal_safe(render_transcript(args.id, records, blob, markdown, model=asked)))
     return 0
 
 
@@ -57,8 +60,11 @@ def _list(data_dir: DataDir, workspace: str | None) -> int:
         total = sum(int(tokens.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite"))
         lock = f"  [open in pid {m['lockedBy'].get('pid')}]" if m.get("lockedBy") else ""
         out.write(
-            f"{m.get('id', '?'):<34} {str(m.get('updatedAt', ''))[:19]:<20} {m.get('turns', 0):>5} {total:>9}  "
-            f"{m.get('cwd', '')}  {m.get('title') or ''}{lock}\n"
+            terminal_safe(
+                f"{m.get('id', '?'):<34} {str(m.get('updatedAt', ''))[:19]:<20} {m.get('turns', 0):>5} {total:>9}  "
+                f"{m.get('cwd', '')}  {m.get('title') or ''}{lock}"
+            )
+            + "\n"
         )
     return 0
 

@@ -1,7 +1,7 @@
 """Text safety: what agentd shows a person (`visible`) and what it may store or send (valid Unicode, JSON
 of a bounded depth). LEAF: imports only the standard library and `agentd.protocol.display`.
 
-Owns three rules (issue 9, H19 and H20):
+Owns four rules (issue 9, H19 and H20):
 
 - `visible(text)`: the one escaping function of every approval text and operator line (the terminal
   approver, the LSP `requestPermission` params and `showMessageRequest` fallback, tool titles, `[Tool]`
@@ -11,6 +11,11 @@ Owns three rules (issue 9, H19 and H20):
   `\\U000e0041`), line/paragraph separators, and every space other than U+0020 (`\\xa0`): the table of
   `agentd.protocol.display`, which the editor clients get too. Tabs and newlines stay (`one_line=True`
   escapes newlines too). Escapes are printable ASCII, so `visible` is idempotent.
+- `terminal_safe(text)`: what may reach a terminal of everything else agentd writes there (the model's
+  streamed text, transcripts, session titles, command output, log lines): C0 control characters but tab
+  and newline, DEL and C1 controls are shown as escapes, so a model reply or a file cannot clear the
+  screen, set the window title, write the clipboard (OSC 52) or forge an operator line with `\r`
+  (H20 class, break9). A CRLF is a newline. Other characters stay (prose may be right-to-left).
 - Lone surrogates (`"\\udcff"`: what Python makes of undecodable bytes or of a JSON `\\udcff` escape) are not
   Unicode text: UTF-8 cannot encode them, so a session log, an audit record or an API request holding one
   fails. `surrogate_problems()` names where they are; `scrub_surrogates()` replaces each with U+FFFD.
@@ -75,6 +80,18 @@ def visible(text: str, *, one_line: bool = False) -> str:
         else:
             out.append(_escape(ch) if escaped(ord(ch)) else ch)
     return "".join(out)
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character but tab and newline (C0, DEL, C1) shown as `\\xNN` (a CR as
+    `\\r`, a CRLF as a newline): the rule of every stream agentd writes to a terminal (module docstring).
+    Idempotent; printable text, tabs and newlines are unchanged."""
+    if "\r\n" in text:
+        text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: _escape(m.group()), text)
 
 
 # ---- lone surrogates ---------------------------------------------------------------------------------

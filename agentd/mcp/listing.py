@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd.mcp.manager import MCPManager, specs_from_settings
+from agentd.text import terminal_safe
 
 
 async def mcp_list(settings: Any, workspace: Path) -> int:
@@ -34,11 +35,11 @@ async def mcp_list(settings: Any, workspace: Path) -> int:
             count = len(server["tools"])
             line = f"{server['name']}  {server['transport']}  {server['state']}"
             line += f"  {count} tool{'s' if count != 1 else ''}" if server["state"] == "running" else ""
-            sys.stdout.write(line + "\n")
-            if server["error"]:
-                sys.stdout.write(f"  {server['error']}\n")
+            sys.stdout.write(terminal_safe(line) + "\n")
+            if server["error"]:  # a server's stderr tail and tool names: no control character shown as itself
+                sys.stdout.write(terminal_safe(f"  {server['error']}") + "\n")
             for name in server["tools"]:
-                sys.stdout.write(f"  {name}\n")
+                sys.stdout.write(terminal_safe(f"  {name}") + "\n")
     finally:
         await manager.aclose()
     return 1 if manager.warnings else 0

@@ -1,0 +1,97 @@
+"""H20 class (break9): no control character from a model reply, a stored session or a command reaches the
+terminal as itself. A reply that writes `ESC [2J` (clear screen), an OSC title or clipboard sequence, a BEL
+or a lone CR (which rewrites a line: a forged `[Permission] ... -> allow`) is shown with escapes by
+`agentd run`, `agentd sessions show`, `sessions list` and `sessions export --format markdown`; the JSONL
+export stays the log itself."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentd.log import Console
+from agentd.text import terminal_safe
+
+AGENTD = [sys.executable, "-m", "agentd"]
+HOSTILE = "hello \x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZWNobyBoaQ==\x07 fine\r[Permission] rm -> allow\x9b31m"
+CONTROLS = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))]
+
+
+def _agentd(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENTD_DATA_DIR": str(tmp_path / "data")}
+    return subprocess.run(
+        [*AGENTD, *args], env=env, text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+
+
+def _raw(text: str) -> list[str]:
+    return [c for c in text if c in CONTROLS]
+
+
+def test_terminal_safe_escapes_controls_only() -> None:
+    """H20 (break9): C0 (but tab and newline), DEL and C1 become escapes; a CRLF is a newline; right-to-left
+    prose and other text stay; the function is idempotent."""
+    assert terminal_safe(HOSTILE) == (
+        "hello \\x1b[2J\\x1b]0;pwned\\x07\\x1b]52;c;ZWNobyBoaQ==\\x07 fine\\r[Permission] rm -> allow\\x9b31m"
+    )
+    assert terminal_safe("a\r\nb\tc שלום") == "a\nb\tc שלום"
+    assert terminal_safe(terminal_safe(HOSTILE)) == terminal_safe(HOSTILE)
+    assert _raw(terminal_safe("".join(CONTROLS))) == []
+
+
+def test_the_console_writes_no_control_character(monkeypatch: Any) -> None:
+    """H20 (break9): both streams of `Console` (the model's text and every operator line) are escaped."""
+    out, err = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    console = Console()
+    console.out(HOSTILE)
+    console.line("[Tool] " + HOSTILE)
+    assert _raw(out.getvalue()) == [] and _raw(err.getvalue()) == []
+    assert "\\x1b]52;c;" in out.getvalue() and "\\x1b]0;pwned" in err.getvalue()
+
+
+def test_agentd_run_and_the_session_views_show_a_hostile_reply_escaped(tmp_path: Path) -> None:
+    """H20 (break9): `agentd run` streams a reply holding terminal sequences with escapes, and so do
+    `sessions show`, `sessions list` (the title is the prompt's first line) and the Markdown export."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    scenario = tmp_path / "s.json"
+    plan = {"todos": [{"content": "step \x1b[8mhidden", "status": "pending"}]}
+    replies = [[{"tool_use": {"name": "todo_write", "input": plan}}], [HOSTILE]]
+    scenario.write_text(json.dumps({"answers": [{"reply": r} for r in replies]}), encoding="utf-8")
+    prompt = "title \x1b]0;x\x07 here"
+    run = _agentd(
+        [
+            "run",
+            "--workspace",
+            str(ws),
+            "--provider",
+            "scripted",
+            "--scenario",
+            str(scenario),
+            "--prompt",
+            prompt,
+        ],
+        tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    assert _raw(run.stdout) == [] and _raw(run.stderr) == []
+    assert "\\x1b[2J" in run.stdout and "\\r[Permission] rm -> allow" in run.stdout
+    (sid,) = os.listdir(tmp_path / "data" / "sessions")
+    for args in (
+        ["sessions", "show", sid],
+        ["sessions", "list"],
+        ["sessions", "export", sid, "--format", "markdown"],
+    ):
+        view = _agentd(args, tmp_path)
+        assert view.returncode == 0, view.stderr
+        assert _raw(view.stdout) == [], args
+    assert "\\x1b[8mhidden" in _agentd(["sessions", "show", sid], tmp_path).stdout
+    jsonl = _agentd(["sessions", "export", sid, "--format", "jsonl"], tmp_path).stdout
+    assert json.dumps(HOSTILE, ensure_ascii=False)[1:-1] in jsonl  # the log itself, JSON-escaped
