@@ -79,20 +79,33 @@ def workspace_definitions(settings: Settings) -> dict[str, Any]:
     return {"hooks": settings.workspace_hooks.model_dump()}
 
 
+def untrusted_notice(settings: Settings, root: Path) -> str | None:
+    """None when the workspace at `root` defines nothing that runs code (hooks) or the user trusts it with
+    exactly these definitions; else the one text (terminal, editors, status) that says what does not run,
+    why, and how to trust it (issue 12 §5; docs/security.md §7)."""
+    if not settings.workspace_hooks.any():
+        return None
+    if trust_store().is_trusted(root, definitions_digest(workspace_definitions(settings))):
+        return None
+    return (
+        f"the hooks of {root}/.agentd/config.toml do not run: this workspace is not trusted (or its hooks "
+        f"changed since you trusted it). Read that file; to let them run, use `agentd trust {root}` in a "
+        "terminal, then start a new session (or reopen this one)"
+    )
+
+
 def user_hooks(settings: Settings, root: Path, lines: LineWriter, session_id: str = "") -> UserHooks:
     """The session's hooks: the user's, then the workspace's when the user trusts this workspace with
-    exactly these definitions (otherwise one line says how to trust it)."""
+    exactly these definitions (otherwise `untrusted_notice` is written as one `[Hook]` line and kept for
+    the status and the editors)."""
     specs = _specs(settings.hooks, "user")
-    if settings.workspace_hooks.any():
-        digest = definitions_digest(workspace_definitions(settings))
-        if trust_store().is_trusted(root, digest):
-            specs += _specs(settings.workspace_hooks, str(root))
-        else:
-            lines(
-                f"[Hook] the hooks of {root}/.agentd/config.toml do not run: this workspace is not trusted "
-                f"(or its hooks changed since). Trust it with: agentd trust {root}"
-            )
-    return UserHooks(specs, root, api_key_env=settings.api_key_env, write=lines, session_id=session_id)
+    notice = untrusted_notice(settings, root)
+    if settings.workspace_hooks.any() and notice is None:
+        specs += _specs(settings.workspace_hooks, str(root))
+    elif notice is not None:
+        lines(f"[Hook] {notice}")
+    return UserHooks(specs, root, api_key_env=settings.api_key_env, write=lines, session_id=session_id,
+                     untrusted=notice)  # fmt: skip
 
 
 def _specs(hooks: HooksSettings, origin: str) -> list[HookSpec]:

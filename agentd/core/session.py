@@ -233,6 +233,9 @@ class Session:
         out["updatedAt"] = self.updated_at
         out["sandbox"] = wire_state(self.toolbox.ctx.launcher)  # issue 12: what protects its commands
         out["instructions"] = [f.to_json() for f in self.instructions.files]
+        hooks = getattr(self.toolbox.gate, "user_hooks", None)
+        if hooks is not None:
+            out["trust"] = hooks.trust_json()  # issue 12 §5: whether the workspace's own hooks run, and why
         return out
 
     def todos(self) -> dict[str, Any]:

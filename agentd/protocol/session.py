@@ -229,6 +229,15 @@ class InstructionFile(WireModel):
     loaded_bytes: int
 
 
+class TrustState(WireModel):
+    """Whether the workspace's own hooks run (issue 12 §5): `trusted`, what is `ignored` for want of trust
+    (`["hooks"]`) and the `notice` saying why and how to trust it (`agentd trust DIR`)."""
+
+    trusted: bool
+    ignored: list[str]
+    notice: str | None = None
+
+
 class SessionStatus(WireModel):
     session_id: str
     cwd: str
@@ -243,6 +252,7 @@ class SessionStatus(WireModel):
     updated_at: str | None = None
     sandbox: SandboxState | None = None
     instructions: list[InstructionFile] | None = None
+    trust: TrustState | None = None
 
 
 class CompactResult(WireModel):

@@ -67,7 +67,8 @@ async def test_every_session_method(
                    "cacheWriteTokens": "<n>"},
         "costEstimate": {"amount": "<n>", "currency": "USD"}, "turns": 1, "updatedAt": "<ts>",
         "sandbox": wire_state(Launcher("auto", detect(), SandboxPolicy(writable=()))),
-        "instructions": [{"path": "AGENTS.md", "bytes": 10, "loadedBytes": 10}]}  # fmt: skip
+        "instructions": [{"path": "AGENTS.md", "bytes": 10, "loadedBytes": 10}],
+        "trust": {"trusted": True, "ignored": []}}  # fmt: skip
     listed = await d.request("agentd/session/list", {})
     assert scrub(listed, paths) == {"sessions": [{
         "sessionId": "<sess>", "cwd": "<ws>", "title": "Plan it.", "updatedAt": "<ts>",

@@ -138,6 +138,7 @@ class Connection:
         self.roots: list[str] = []
         self.init_options: dict[str, Any] = {}
         self.warnings: list[str] = []
+        self.trust_told: set[str] = set()  # workspaces whose untrusted hooks this connection was told of
         self.sessions: dict[str, Hosted] = {}
         self.prompts: dict[Any, str] = {}  # pending prompt request id -> session id
         self.outstanding: dict[str, str] = {}  # server->client request id -> session id

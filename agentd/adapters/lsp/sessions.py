@@ -88,6 +88,21 @@ def _attach(conn: Connection, hosted: Hosted, roots: list[str]) -> None:
     s.attach_editor([Path(r) for r in roots], conn.documents, conn.editor)
     hosted.bridge.attach(conn, s)
     conn.sessions[s.id] = hosted
+    _tell_trust(conn, s)
+
+
+def _tell_trust(conn: Connection, session: Any) -> None:
+    """Issue 12 §5: when the session's workspace defines hooks that do not run for want of trust, say so
+    once per workspace and connection as a `window/showMessage` warning (what, why, `agentd trust DIR`);
+    the session's status carries the same `trust` object."""
+    trust = session.status().get("trust") or {}
+    root = str(session.cwd)
+    if trust.get("trusted", True) or root in conn.trust_told:
+        return
+    conn.trust_told.add(root)
+    text = f"agentd: {trust.get('notice')}."
+    conn.show_message(text, 2)
+    conn.log_message(text, 2)
 
 
 async def new_session(conn: Connection, raw: Any) -> dict[str, Any]:

@@ -278,6 +278,7 @@ export interface SessionStatus {
   updatedAt?: string;
   sandbox?: SandboxState;
   instructions?: InstructionFile[];
+  trust?: TrustState;
 }
 
 export type SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCall | ToolCallUpdate | Plan | UsageUpdate | SessionInfoUpdate | CurrentModeUpdate | Retry;
@@ -387,6 +388,16 @@ export interface Totals {
   cacheWriteTokens: number;
   cacheReadKnown?: boolean;
   cacheWriteKnown?: boolean;
+}
+
+/** Whether the workspace's own hooks run (issue 12 §5): `trusted`, what is `ignored` for want of trust
+ * (`["hooks"]`) and the `notice` saying why and how to trust it (`agentd trust DIR`).
+ */
+export interface TrustState {
+  _meta?: Record<string, unknown>;
+  trusted: boolean;
+  ignored: string[];
+  notice?: string;
 }
 
 /** After every model response, after compression and at the end of a replay (§7.2). `used`: context
