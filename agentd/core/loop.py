@@ -87,6 +87,7 @@ class Turn:
         except Exception as exc:
             s.state = "idle"
             self.failed(prompt_id, prompt_blocks, answered, exc)
+            s.hooks.on_turn_end("error")  # the turn stopped too (docs/hooks.md): observers hear of it
             raise
         finally:
             s.state = "idle"

@@ -148,3 +148,76 @@ async def test_observing_hooks_get_their_events(tmp_path: Path) -> None:
     after = next(e for e in events if e["event"] == "after_tool")
     assert (after["tool"], after["isError"], "alpha" in after["output"]) == ("read_file", False, True)
     assert next(e for e in events if e["event"] == "turn_end")["stopReason"] == "end_turn"
+
+
+# ---- one test per observing point, driven by the loop (issue 12 follow-up, item 3; docs/hooks.md) -----------
+async def _turns(tmp_path: Path, hooks: dict[str, Any], answers: list[Any], prompts: int = 1,
+                 rules: list[dict[str, str]] | None = None, cancel_when_asked: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Run `prompts` prompts of a scripted session whose user hooks dump their events; the events, in the
+    order the hooks started (each dump carries a sequence number from the hook's start)."""
+    import asyncio
+
+    from agentd.config import Settings
+    from agentd.core.factory import create_session
+    from agentd.errors import ProviderError
+    from agentd.persistence.paths import DataDir
+    from agentd.providers.scripted import ScriptedProvider
+
+    ws = tmp_path / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "a.txt").write_text("alpha\n")
+    out = tmp_path / "events"
+    out.mkdir(exist_ok=True)
+    cmd = f"cat > {out}/$(date +%s%N)-$$"
+    settings = Settings.model_validate({"hooks": {p: [{"command": cmd, "name": p}] for p in hooks},
+                                        "permissions": {"rules": rules or []}})  # fmt: skip
+    approver = QueueApprover()
+    session = create_session(cwd=ws, settings=settings, provider=ScriptedProvider({"answers": answers}),
+                             data_dir=DataDir(tmp_path / "d"), approver=approver, clock=ManualClock(),
+                             lines=lambda _l: None)  # fmt: skip
+    try:
+        for i in range(prompts):
+            task = asyncio.ensure_future(session.prompt([{"type": "text", "text": f"go {i}"}]))
+            if cancel_when_asked:
+                await asyncio.wait_for(approver.asked.wait(), 30)
+                session.cancel()
+            try:
+                await task
+            except ProviderError:
+                pass
+        await session.p.gate.user_hooks.drain()
+    finally:
+        session.close()
+    return [json.loads(p.read_text()) for p in sorted(out.iterdir(), key=lambda p: int(p.name.split("-")[0]))]
+
+
+READ = {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.txt"}}}]}
+WRITE = {"reply": [{"tool_use": {"name": "write_file", "input": {"path": "b.txt", "content": "x"}}}]}
+DONE = {"reply": [{"text": "Done."}]}
+
+
+async def test_after_tool_runs_after_every_call_that_ran_and_never_for_a_refused_one(tmp_path: Path) -> None:
+    """docs/hooks.md: `after_tool` runs after the tool ran, with its output; a denied call did not run."""
+    events = await _turns(tmp_path, {"after_tool": 1}, [READ, WRITE, DONE],
+                          rules=[{"tool": "write_file", "action": "deny"}])  # fmt: skip
+    assert [(e["event"], e["tool"], e["isError"], "alpha" in e["output"]) for e in events] == [
+        ("after_tool", "read_file", False, True)
+    ]
+
+
+async def test_before_model_runs_before_each_model_request_with_the_message_count(tmp_path: Path) -> None:
+    """docs/hooks.md: `before_model` runs before each model request of a turn (three here: after each of
+    two tool rounds, and the first), with the number of messages sent."""
+    events = await _turns(tmp_path, {"before_model": 1}, [READ, READ, DONE])
+    assert [(e["event"], e["messages"]) for e in events] == [
+        ("before_model", 1), ("before_model", 3), ("before_model", 5)]  # fmt: skip
+
+
+async def test_turn_end_runs_however_the_turn_stops(tmp_path: Path) -> None:
+    """docs/hooks.md: `turn_end` runs when the turn stops: at its end, when
+    the provider fails for good (`error`; it did not run then) and when the turn is cancelled."""
+    ends = await _turns(tmp_path / "end", {"turn_end": 1}, [DONE])
+    failed = await _turns(tmp_path / "fail", {"turn_end": 1}, [{"fault": {"http": 400, "message": "bad"}}])
+    cancelled = await _turns(tmp_path / "cancel", {"turn_end": 1}, [WRITE], cancel_when_asked=True)
+    assert [[e["stopReason"] for e in events] for events in (ends, failed, cancelled)] == [
+        ["end_turn"], ["error"], ["cancelled"]]  # fmt: skip
