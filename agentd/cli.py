@@ -17,12 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from agentd import __version__
-from agentd.errors import AgentdError, ConfigError, UsageError
+from agentd.errors import (  # noqa: F401  (the exit codes, owned by agentd.errors, re-exported)
+    EXIT_NO_TERMINAL,
+    EXIT_OK,
+    EXIT_PIPE,
+    EXIT_PROVIDER,
+    EXIT_SIGINT,
+    EXIT_STOP,
+    EXIT_USAGE,
+    AgentdError,
+    ConfigError,
+    UsageError,
+)
 from agentd.log import console
 
-EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_STOP, EXIT_SIGINT = 0, 2, 6, 7, 130
-EXIT_NO_TERMINAL = 9  # `run`: every write of the turn was refused because there was no terminal to ask (H9)
-EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a Unix tool whose reader went away (H7)
 _LEVELS = ("", "1", "2")  # dest suffix of the global options: before the subcommand, after it, after its own
 
 
@@ -390,9 +398,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 def data_dir(cli_value: str | None, *, write: bool = True) -> Any:
     """The `DataDir` of `--data-dir` / `$AGENTD_DATA_DIR` / the platform default; `write=False` for the
     read-only views, which work on a data dir agentd may not write (H12). Raises ConfigError."""
-    from agentd.persistence.paths import DataDir, resolve_data_dir
+    from agentd.persistence.paths import open_data_dir
 
-    return DataDir(resolve_data_dir(cli_value, write=write))
+    return open_data_dir(cli_value, write=write)
 
 
 def _on_terminal(args: argparse.Namespace) -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import stat
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -258,19 +257,28 @@ def user_config_path() -> Path:
 CONFIG_MAX_BYTES = 1 << 20
 
 
+class UnsafeConfig(ConfigError):
+    """A config file that may not be read (agentd.safe_read's rule: not a regular file, a link leading out
+    of the workspace) or is larger than `CONFIG_MAX_BYTES`; `data["why"]` says which, without the path."""
+
+
 def _read_toml(path: Path, root: Path | None = None) -> dict[str, Any]:
-    """The TOML table of `path` ({} when absent). Read with `safe_read.read_regular` (a regular file of at
-    most `CONFIG_MAX_BYTES`; with `root`, no link below it). Raises `ConfigError` saying what to do."""
+    """The TOML table of `path` ({} when absent). Read with `safe_read.read_regular` (a regular file, never
+    blocking; with `root`, inside it and no link leading out) of at most `CONFIG_MAX_BYTES`. Raises
+    `UnsafeConfig` for a file that may not be read, `ConfigError` for a bad one, each saying what to do."""
     try:
         data, size = read_regular(path, CONFIG_MAX_BYTES, root=root)
     except FileNotFoundError:
         return {}
     except UnsafeFile as exc:
-        raise ConfigError(f"{path}: {exc.strerror}; make it a regular file or remove it") from None
+        raise UnsafeConfig(
+            f"{path}: {exc.strerror}; make it a regular file or remove it", why=exc.strerror
+        ) from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc}); fix or remove the file") from exc
     if size > CONFIG_MAX_BYTES:
-        raise ConfigError(f"{path}: larger than {CONFIG_MAX_BYTES} bytes; a config file is small, fix it")
+        why = f"larger than {CONFIG_MAX_BYTES} bytes ({size}); a config file is small"
+        raise UnsafeConfig(f"{path}: {why}, fix it", why=why)
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -281,31 +289,6 @@ def _read_toml(path: Path, root: Path | None = None) -> dict[str, Any]:
         raise ConfigError(f"{path}: nested too deeply to read; fix or remove the file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from exc
-
-
-WORKSPACE_FILE_MAX_BYTES = 1 << 20
-
-
-def workspace_file_problem(path: Path, root: Path, max_bytes: int = WORKSPACE_FILE_MAX_BYTES) -> str | None:
-    """Why a file a workspace supplies as configuration may not be read, or None (issue 12 §5): it must be
-    a regular file of at most `max_bytes` whose real path lies inside `root` (no FIFO, device or socket,
-    which could block or never end, and no link leading out, e.g. to /etc/passwd). Never blocks: only
-    lstat/stat are used. A missing file is fine (None)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None if not os.path.islink(path) else "a symbolic link to nothing"
-    except OSError as exc:
-        return f"cannot inspect it ({exc.strerror})"
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    if not (real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)):
-        return f"a link leading out of the workspace (to {real})"
-    if not stat.S_ISREG(st.st_mode):
-        return "not a regular file (a FIFO, device or socket)"
-    if st.st_size > max_bytes:
-        return f"larger than {max_bytes} bytes ({st.st_size}); a config file is small"
-    return None
 
 
 def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
@@ -589,10 +572,11 @@ def load_settings(
     merged = {k: v for k, v in user.items() if k != "workspace_hooks"}  # only a workspace file sets those
     if workspace is not None:
         ws_path = workspace / ".agentd" / "config.toml"
-        problem = workspace_file_problem(ws_path, workspace)
-        if problem is not None:  # a bad workspace file is a warning; the other layers still apply
-            warns.append(f"{ws_path}: {problem}; it was not read")
-        raw_ws = {} if problem is not None else _read_toml(ws_path, root=workspace)
+        try:
+            raw_ws = _read_toml(ws_path, root=workspace)
+        except UnsafeConfig as exc:  # a bad workspace file is a warning; the other layers still apply
+            warns.append(f"{ws_path}: {exc.data['why']}; it was not read")
+            raw_ws = {}
         ws = _drop_unknown(_restrict_workspace(raw_ws, warns, ws_path), str(ws_path), warns)
         _validate_file(ws, ws_path)
         _rule_warnings(_to_snake(raw_ws), str(ws_path), warns)  # indexes as in the file

@@ -48,11 +48,11 @@ class DemoError(AgentdError):
 
 def run_demo(data_dir_flag: str | None) -> int:
     """Run the demo; returns the exit code of its turn (PROTOCOL.md §3.1). `data_dir_flag`: `--data-dir`."""
-    from agentd.cli import data_dir
     from agentd.config import load_settings
+    from agentd.persistence.paths import open_data_dir
     from agentd.terminal import AutoApprover, TurnSetup, cache_summary, run_terminal_turn
 
-    dd = data_dir(data_dir_flag)
+    dd = open_data_dir(data_dir_flag)
     for var in ("NO_PROXY", "no_proxy"):  # the emulator is on loopback: never through an HTTP proxy
         os.environ[var] = ",".join(filter(None, ["127.0.0.1", os.environ.get(var)]))
     tmp = Path(tempfile.mkdtemp(prefix="agentd-demo-"))

@@ -7,7 +7,9 @@ start; only the first `max_bytes` bytes are read, whatever the file's size. With
 or the project root above it) the path's real path must lie inside the root's and is opened one folder at a
 time from the root with `O_NOFOLLOW`, so a link, in the middle or at the end, never leads out of it, and a
 folder swapped for a link after the check is refused (the tools' own containment, `agentd.tools.paths`,
-follows the same rule). Imports only the standard library; leaf module.
+follows the same rule). The one owner of this rule: config files (`agentd.config`) and instructions
+(`agentd.core.instructions`) are read through it, never checked by a second copy. Imports only the standard
+library; leaf module.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
+NOT_REGULAR = "not a regular file (a FIFO, device or socket)"
+
+
 class UnsafeFile(OSError):
     """The file exists but may not be read: not a regular file, a link under the root, or outside it.
     `str()` says which, naming the path."""
@@ -32,11 +37,14 @@ def _open_under(root: Path, path: Path) -> int:
     leads out, or a folder swapped for a link meanwhile, is refused."""
     real_root = os.path.realpath(root)
     real = os.path.realpath(path)
-    rel = os.path.relpath(real, real_root)
-    if rel == os.curdir or rel == os.pardir or rel.startswith(os.pardir + os.sep):
-        raise UnsafeFile(
-            errno.EPERM, "outside the folder it must be in, or a link leading out of it", str(path)
+    if not _inside(real, real_root):
+        why = (
+            f"a link leading out of the workspace (to {real})"
+            if _inside(os.path.abspath(path), os.path.abspath(root))
+            else f"outside the workspace ({real_root})"
         )
+        raise UnsafeFile(errno.EPERM, why, str(path))
+    rel = os.path.relpath(real, real_root)
     *dirs, name = rel.split(os.sep)
     fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -47,6 +55,10 @@ def _open_under(root: Path, path: Path) -> int:
         return _step(name, fd, _FILE_FLAGS | os.O_NOFOLLOW, path)
     finally:
         os.close(fd)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _step(name: str, dfd: int, flags: int, path: Path) -> int:
@@ -70,7 +82,7 @@ def read_regular(path: Path, max_bytes: int, *, root: Path | None = None) -> tup
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFile(errno.EINVAL, "not a regular file", str(path))
+            raise UnsafeFile(errno.EINVAL, NOT_REGULAR, str(path))
         os.set_blocking(fd, True)
         chunks: list[bytes] = []
         left = max_bytes

@@ -389,7 +389,9 @@ def discard_session(data_dir: Any, session_id: str) -> None:
 
 def _exit_code(printer: Printer, report: TurnReport, stop: str, interrupted: bool) -> int:
     """The exit code of a finished turn (PROTOCOL.md §3.1), after its last lines."""
-    from agentd import cli
+    from agentd import (
+        errors as cli,
+    )  # the exit codes (agentd.errors owns them; agentd.cli imports this module)
 
     if printer.closed:
         return cli.EXIT_PIPE  # the reader went away: stop quietly (H7)

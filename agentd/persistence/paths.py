@@ -27,6 +27,12 @@ ENV_DATA_DIR = "AGENTD_DATA_DIR"
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
+def open_data_dir(cli_data_dir: str | None, *, write: bool = True) -> DataDir:
+    """The `DataDir` of `--data-dir` / `$AGENTD_DATA_DIR` / the platform default (`resolve_data_dir`);
+    `write=False` for the read-only views, which work on a data dir agentd may not write (H12)."""
+    return DataDir(resolve_data_dir(cli_data_dir, write=write))
+
+
 def resolve_data_dir(cli_data_dir: str | None, *, write: bool = True) -> Path:
     """The data dir: `--data-dir` if given, else `$AGENTD_DATA_DIR`, else `platformdirs.user_data_dir("agentd")`.
 

@@ -15,7 +15,8 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
-from agentd.sandbox import bwrap, seatbelt
+import agentd.sandbox.bwrap as bwrap
+import agentd.sandbox.seatbelt as seatbelt
 from agentd.sandbox.process import is_dumpable
 
 Backend = Literal["bubblewrap", "seatbelt"]

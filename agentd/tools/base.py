@@ -1,8 +1,8 @@
 """The Tool protocol, tool results, and the `invalid_arguments` text (CONTRACTS.md §2, §5, §11).
 
-Owns: `Tool` (abstract base), `ToolContext`, `ToolOutput`, `PathRefused`, `format_validation_error`,
-`validate_input`. Imports only pydantic and `agentd.text` (re-exports its `visible`); never a transport
-library.
+Owns: `Tool` (abstract base), `ToolContext`, `ToolOutput`, `format_validation_error`, `validate_input`.
+Imports only pydantic, `agentd.text` (re-exports its `visible`), `agentd.tools.refusal` (re-exports
+`PathRefused`) and `agentd.tools.workspace`; never a transport library.
 
 A tool's input is a pydantic model with `extra="forbid"`; invalid input never reaches `run()` (the loop
 validates first and answers the model with an `is_error` result naming each bad field).
@@ -16,15 +16,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agentd.text import scrub_surrogates
-
-if TYPE_CHECKING:
-    from agentd.tools.workspace import Workspace
 from agentd.text import visible as visible  # re-exported; the escaping rule lives in agentd.text
+from agentd.tools.refusal import PathRefused as PathRefused  # re-exported; owned by agentd.tools.refusal
+from agentd.tools.workspace import Workspace
 
 Effect = Literal["read", "write", "exec"]
 # ACP ToolKind values (PROTOCOL.md §7.3).
@@ -35,23 +34,6 @@ class StrictInput(BaseModel):
     """Base of every tool input model: unknown keys are rejected (`extra="forbid"`)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
-
-
-class PathRefused(Exception):
-    """A path escapes the workspace or goes through a symbolic link (CONTRACTS.md §11 "Path refused")."""
-
-    def __init__(self, path: str, root: Path | str, why: str = "") -> None:
-        super().__init__(path)
-        self.path = path
-        self.root = str(root)
-        self.why = why
-
-    def text(self) -> str:
-        """The exact model-facing text of CONTRACTS.md §11."""
-        return (
-            f"Refused: {self.path} is outside the workspace ({self.root}) or reached through a symbolic link;"
-            " the call was not run."
-        )
 
 
 class DocumentOverlay(Protocol):
@@ -115,8 +97,6 @@ class ToolContext:
         before keep their pin."""
         super().__setattr__(name, value)
         if name == "roots" and value:
-            from agentd.tools.workspace import Workspace
-
             super().__setattr__("workspace", Workspace(value, self.__dict__.get("workspace")))
 
 

@@ -2,7 +2,7 @@
 
 Owns: `Workspace` (the roots of a session, each held open as a directory from the moment the session's
 `ToolContext` gets them), `RootChanged` (the refusal when a root is no longer that directory) and
-`as_workspace`. Imports only the standard library and `agentd.tools.base`; never pygls, lsprotocol, acp
+`as_workspace`. Imports only the standard library and `agentd.tools.refusal`; never pygls, lsprotocol, acp
 or `agentd.adapters`.
 
 Rules:
@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentd.tools.base import PathRefused
+from agentd.tools.refusal import PathRefused
 
 _PIN_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -105,7 +105,7 @@ def test_unsafe_files_are_skipped_without_blocking(tmp_path: Path) -> None:
     assert load(sub, None).text.endswith("## AGENTS.md\n\nfallback")
     with pytest.raises(UnsafeFile) as err:
         read_regular(ws / "AGENTS.md", 10)
-    assert err.value.strerror == "not a regular file"
+    assert err.value.strerror == "not a regular file (a FIFO, device or socket)"
     with pytest.raises(UnsafeFile):
         read_regular(sub / "AGENTS.md", 10, root=sub)  # its target is outside that root
     assert read_regular(ws / "CLAUDE.md", 4, root=ws) == (b"fall", 9)
@@ -120,7 +120,10 @@ def test_config_files_are_read_safely(tmp_path: Path, monkeypatch: pytest.Monkey
     os.mkfifo(cfg / "config.toml")
     with pytest.raises(ConfigError) as err:
         load_settings(None)
-    assert str(err.value) == f"{cfg / 'config.toml'}: not a regular file; make it a regular file or remove it"
+    assert (
+        str(err.value)
+        == f"{cfg / 'config.toml'}: not a regular file (a FIFO, device or socket); make it a regular file or remove it"
+    )
     (cfg / "config.toml").unlink()
     ws = tmp_path / "ws"
     (ws / ".agentd").mkdir(parents=True)
