@@ -52,6 +52,17 @@ def server_binary() -> Path | None:
     return path if path.is_file() else None
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the test process dies (a killed pytest never leaves a server behind; Linux)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 class LlamaServer:
     """llama-server serving `model` on 127.0.0.1:<free port>; `stop()` ends it (and only it)."""
 
@@ -62,7 +73,9 @@ class LlamaServer:
         args = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port)]
         args += ["-c", str(CONTEXT), "-t", "2", "-np", "1", "--temp", "0", "--seed", "1", "-ngl", "0"]
         self._log = log.open("wb")
-        self.proc = subprocess.Popen(args, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            args, env=env, stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout

@@ -100,6 +100,7 @@ def test_three_real_tasks_and_a_resume(
     env = _env(tmp_path / "home", data_dir)
     started = time.monotonic()
     runs: list[tuple[str, subprocess.CompletedProcess[str]]] = []
+    first_request: dict[str, int] = {}  # how -> index in recorder.chats of its run's first request
     sessions: dict[str, str] = {}  # task -> session id
     for task, prompt, how in TASKS:
         before = set(session_records(data_dir)) if data_dir.exists() else set()
@@ -108,6 +109,7 @@ def test_three_real_tasks_and_a_resume(
             "continue": ("--resume", sessions.get(task, "")),
             "resume": ("--resume", sessions.get("plan", "")),
         }
+        first_request.setdefault(how, len(recorder.chats))
         run = _run(ws, env, url, prompt, *extra[how])
         runs.append((task, run))
         # 0: end_turn; 7: the model stopped at max_tokens or max_turn_requests (a small model may loop), which
@@ -155,3 +157,9 @@ def test_three_real_tasks_and_a_resume(
     usage = [r for r in recs if r.get("kind") == "usage"]
     assert len(usage) == len([e for e in chats if e.status == 200])
     assert f"context window: {CONTEXT} tokens" in runs[0][1].stderr  # learned from llama.cpp's /props
+    # resume works: the resumed process sent the session's history (its earlier prompts, or their summary)
+    resumed = chats[first_request["resume"]].body["messages"]
+    sent = [m.get("content") for m in resumed if m.get("role") == "user"]
+    compacted = any(r.get("kind") == "compaction" for r in records[sessions["plan"]])
+    assert str(sent[-1]).endswith(TASKS[-1][1])
+    assert compacted or [t for t in sent if t in (TASKS[0][1], TASKS[1][1])] == [TASKS[0][1], TASKS[1][1]]
