@@ -131,7 +131,8 @@ def test_three_real_tasks_and_a_resume(
     out = CACHE / "real-model"
     out.mkdir(parents=True, exist_ok=True)
     (out / "figures.json").write_text(json.dumps(result, indent=2) + "\n")
-    shutil.copytree(data_dir, out / "data", dirs_exist_ok=True)  # the sessions of the last run, to read
+    shutil.rmtree(out / "data", ignore_errors=True)
+    shutil.copytree(data_dir, out / "data")  # the sessions of the last run, to read
     (out / "stderr.txt").write_text("\n".join(f"== {n}\n{r.stderr}\n{r.stdout}" for n, r in runs))
 
     assert sorted(records) == sorted(sessions.values())  # three sessions, one of them resumed
