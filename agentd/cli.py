@@ -370,7 +370,10 @@ def _mcp_list(args: argparse.Namespace) -> int:
     settings = load_settings(workspace, warnings=warnings)
     for w in warnings:
         console.line(f"agentd: warning: {w}")
-    return asyncio.run(mcp_list(settings, workspace))
+    from agentd.core.factory import session_launcher
+
+    launcher = session_launcher(settings, workspace, data_dir(args.data_dir, write=False))
+    return asyncio.run(mcp_list(settings, workspace, launcher))
 
 
 def _dispatch(args: argparse.Namespace) -> int:

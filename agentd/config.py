@@ -145,7 +145,9 @@ SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY
 class MCPServerSettings(_Section):
     """One `[mcp.servers.NAME]` table: a stdio server (`command`, `args`, `env`) or a Streamable HTTP one
     (`url`, `headers`). `env` is all the environment the server gets besides HOME, LOGNAME, PATH, SHELL,
-    TERM and USER (the MCP SDK's safe defaults); `timeout_s`: per call (default `tools.run_timeout_s`)."""
+    TERM and USER (the MCP SDK's safe defaults); `timeout_s`: per call (default `tools.run_timeout_s`).
+    `sandbox`: a stdio server runs inside the session's sandbox when it is active (false: outside, which
+    `sandbox = "required"` refuses); `network`: inside it, the server may use the network."""
 
     command: str | None = Field(None, min_length=1)
     args: list[str] = Field(default_factory=list)
@@ -153,6 +155,8 @@ class MCPServerSettings(_Section):
     url: str | None = Field(None, pattern=r"^https?://")
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float | None = Field(None, gt=0, alias="timeoutS")
+    sandbox: bool = True  # a stdio server runs inside the sandbox when it is active (docs/mcp.md)
+    network: bool = False  # inside the sandbox: it may use the network
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerSettings:

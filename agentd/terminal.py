@@ -275,7 +275,7 @@ async def open_or_create(
     """The session `session_id` (None: a new one in `workspace`) and whether it was created now, with its
     MCP servers started (a server that does not start is a warning line), for the terminal front ends.
     Raises SessionNotFound, SessionLocked, StorageError, and ConfigError when the session's folder is gone."""
-    from agentd.core.factory import create_session, open_session
+    from agentd.core.factory import create_session, open_session, session_launcher
     from agentd.mcp.manager import specs_from_settings, start_servers
 
     s = settings
@@ -287,6 +287,7 @@ async def open_or_create(
         s,
         warn=lambda text: lines(f"agentd: warning: {text}"),
         secret_env=[s.api_key_env] if s.api_key_env else [],
+        launcher=session_launcher(s, workspace, data_dir),
     )
     try:
         if not session_id:

@@ -123,6 +123,13 @@ def launcher(settings: Settings, root: Path, protected: ProtectedPaths) -> Launc
     return launcher_for(box.mode, [root], protected, network=box.network, writable=box.writable)
 
 
+def session_launcher(settings: Settings, cwd: Path, data_dir: DataDir) -> Launcher:
+    """The launcher a session at `cwd` gets, for the MCP servers started before it is built (the same
+    sandbox policy as its `run_command`: agentd.mcp.connection)."""
+    root = Path(os.path.realpath(cwd))
+    return launcher(settings, root, protected_paths(settings, data_dir))
+
+
 def _build(
     session_id: str,
     cwd: Path,

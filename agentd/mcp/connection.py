@@ -3,13 +3,17 @@
 Owns: `ServerSpec` (a server as configured, or as an ACP client passes it), `MCPConnection` (start, list
 the tools, call one, notice a dead server and restart it on the next call, stop), `MCPStartError` and
 `MCPCallError`. The SDK is imported here only, and lazily (it is heavy; the daemon answers `initialize`
-first). Imports the standard library and pydantic; never pygls, lsprotocol, acp or `agentd.adapters`.
+first). Imports the standard library, pydantic and `agentd.sandbox.launcher`; never pygls, lsprotocol, acp
+or `agentd.adapters`.
 
 Each connection runs in its own asyncio task: the SDK's `Client` is an anyio context, entered and left in
 that one task; calls from the session's task go through it. A stdio server gets, as its whole environment,
 the SDK's safe defaults (HOME, LOGNAME, PATH, SHELL, TERM, USER) plus the `env` its configuration gives it,
-minus any provider API key variable (never passed on). Its stderr goes to a temporary file, whose tail
-explains a failed start.
+minus any provider API key variable (never passed on). It is started through the session's `Launcher`, as
+`run_command` is (issue 12 §1): inside the sandbox when one is active (the workspace writable, the rest
+read-only, the data dir, config and credential stores hidden, no network unless `network = true`, agentd's
+process invisible, everything it starts dies with it), unless its `sandbox = false`. Its stderr goes to a
+temporary file, whose tail explains a failed start.
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from agentd.sandbox.launcher import Launcher, SandboxRefused
 
 log = logging.getLogger("agentd.mcp")
 
@@ -34,7 +41,8 @@ State = Literal["stopped", "starting", "running", "failed", "dead"]
 
 class ServerSpec(BaseModel):
     """One MCP server: `command`/`args`/`env` (stdio) or `url`/`headers` (Streamable HTTP); `timeout_s` per
-    call (None: the session's `tools.run_timeout_s`)."""
+    call (None: the session's `tools.run_timeout_s`); `sandbox`: a stdio server runs in the session's
+    sandbox when it is active; `network`: there, it may use the network."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -45,6 +53,8 @@ class ServerSpec(BaseModel):
     url: str | None = None
     headers: Mapping[str, str] = Field(default_factory=dict)
     timeout_s: float | None = None
+    sandbox: bool = True
+    network: bool = False
 
     @classmethod
     def from_acp(cls, raw: Mapping[str, Any]) -> ServerSpec:
@@ -110,9 +120,14 @@ class MCPConnection:
     stopped answering; restarted on the next call). `tools`: the server's tool list from the last start."""
 
     def __init__(
-        self, spec: ServerSpec, cwd: Path, *, secret_env: frozenset[str], start_timeout_s: float
-    ) -> None:
+        self, spec: ServerSpec, cwd: Path, *, secret_env: frozenset[str], start_timeout_s: float,
+        launcher: Launcher | None = None,
+    ) -> None:  # fmt: skip
         self.spec = spec
+        self.launcher = launcher
+        self.sandboxed = False  # the last start ran the server inside the sandbox
+        self._argv: list[str] = []
+        self._tmpdir: Path | None = None
         self.cwd = cwd
         self.secret_env = secret_env
         self.start_timeout_s = start_timeout_s
@@ -135,18 +150,44 @@ class MCPConnection:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         env = {k: v for k, v in self.spec.env.items() if k not in self.secret_env}
-        params = StdioServerParameters(
-            command=self.spec.command or "", args=list(self.spec.args), env=env, cwd=str(self.cwd)
-        )
+        params = StdioServerParameters(command=self._argv[0], args=self._argv[1:], env=env, cwd=str(self.cwd))
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         return stdio_client(params, errlog=self._errlog)
 
+    def _command(self) -> list[str]:
+        """The stdio server's command line: through the session's launcher (inside the sandbox when it is
+        active and `spec.sandbox`; else under the process-lifetime helper), as `run_command` is. Raises
+        `SandboxRefused` when `sandbox = "required"` cannot be honoured."""
+        argv = [self.spec.command or "", *self.spec.args]
+        self.sandboxed, self._tmpdir = False, None
+        if self.spec.url is not None or self.launcher is None:
+            return argv
+        try:
+            launch = self.launcher.launch(
+                argv, self.cwd, network=self.spec.network, unsandboxed=not self.spec.sandbox
+            )
+        except SandboxRefused:
+            why = (
+                "this server is configured with sandbox = false"
+                if self.launcher.status.available
+                else f"no sandbox works here ({self.launcher.status.problem})"
+            )
+            raise SandboxRefused(f'sandbox = "required" and {why}') from None
+        self.sandboxed, self._tmpdir = launch.sandboxed, launch.tmpdir
+        return launch.argv
+
     async def start(self) -> None:
         """Start the server and list its tools (every page). Raises `MCPStartError` (start failure, no
-        answer within `start_timeout_s`); the connection is then `failed`."""
+        answer within `start_timeout_s`, a sandbox that is required but cannot hold it); the connection is
+        then `failed`."""
         await self.stop()
         self.state, self.error = "starting", None
         self.starts += 1
+        try:
+            self._argv = self._command()
+        except SandboxRefused as exc:
+            self.state, self.error = "failed", str(exc)
+            raise MCPStartError(f"MCP server {self.spec.name} did not start ({self.error})") from None
         self._stop = asyncio.Event()
         ready: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._task = asyncio.ensure_future(self._run(ready, self._stop))
@@ -233,6 +274,9 @@ class MCPConnection:
                     await task
         if not keep_state and self.state in ("running", "starting"):
             self.state = "stopped"
+        if self._tmpdir is not None:  # the private temporary folder of a sandbox-exec start (macOS)
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
 
     def stop_soon(self) -> None:
         """Ask the server to stop without waiting (from synchronous code; the task finishes on its own)."""

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from agentd.mcp.manager import MCPManager, specs_from_settings
+from agentd.sandbox.launcher import Launcher
 from agentd.text import terminal_safe
 
 
-async def mcp_list(settings: Any, workspace: Path) -> int:
-    """Print the servers and their tools; exit code 0 when every server started, 1 when one did not."""
+async def mcp_list(settings: Any, workspace: Path, launcher: Launcher | None = None) -> int:
+    """Print the servers and their tools; exit code 0 when every server started, 1 when one did not.
+    `launcher`: the one a session there would get, so a server starts (or not) as in a session."""
     specs = specs_from_settings(settings)
     if not specs:
         sys.stdout.write(
@@ -28,12 +30,14 @@ async def mcp_list(settings: Any, workspace: Path) -> int:
         workspace,
         start_timeout_s=settings.mcp.start_timeout_s,
         default_timeout_s=settings.tools.run_timeout_s,
+        launcher=launcher,
     )
     try:
         await manager.start()
         for server in manager.status():
             count = len(server["tools"])
-            line = f"{server['name']}  {server['transport']}  {server['state']}"
+            transport = server["transport"] + (" (sandboxed)" if server["sandboxed"] else "")
+            line = f"{server['name']}  {transport}  {server['state']}"
             line += f"  {count} tool{'s' if count != 1 else ''}" if server["state"] == "running" else ""
             sys.stdout.write(terminal_safe(line) + "\n")
             if server["error"]:  # a server's stderr tail and tool names: no control character shown as itself

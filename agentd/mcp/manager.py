@@ -5,7 +5,7 @@ Owns: `MCPManager`, `specs_from_settings()` and `start_servers()`, the core entr
 definitions at session creation (from `config.toml` `[mcp.servers.NAME]`, and from an ACP client's
 `session/new` `mcpServers` through `ServerSpec.from_acp`). A server that does not start is a warning naming
 it, why and its stderr tail, never a failed session; its tools are missing from that session. Imports the
-standard library and `agentd.mcp`; never pygls, lsprotocol, acp or `agentd.adapters`.
+standard library, `agentd.mcp` and `agentd.sandbox.launcher`; never pygls, lsprotocol, acp or `agentd.adapters`.
 
 The tool list is part of the cached prompt prefix (CONTRACTS.md §4, §6), so it is fixed at session start:
 servers by name, each server's tools by name. A server restarted later keeps that list; a tool it no longer
@@ -22,6 +22,7 @@ from typing import Any
 
 from agentd.mcp.connection import MCPConnection, MCPStartError, ServerSpec
 from agentd.mcp.tools import MCPTool
+from agentd.sandbox.launcher import Launcher
 
 SECRET_ENV = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"})
 
@@ -39,6 +40,8 @@ def specs_from_settings(settings: Any) -> list[ServerSpec]:
                 url=s.url,
                 headers=dict(s.headers),
                 timeout_s=s.timeout_s,
+                sandbox=s.sandbox,
+                network=s.network,
             )
         )
     return out
@@ -55,10 +58,13 @@ class MCPManager:
         start_timeout_s: float,
         default_timeout_s: float,
         secret_env: frozenset[str] = SECRET_ENV,
+        launcher: Launcher | None = None,
     ) -> None:
         by_name = {s.name: s for s in specs}  # a later definition of a name wins (ACP over config)
         self.connections = [
-            MCPConnection(by_name[n], cwd, secret_env=secret_env, start_timeout_s=start_timeout_s)
+            MCPConnection(
+                by_name[n], cwd, secret_env=secret_env, start_timeout_s=start_timeout_s, launcher=launcher
+            )
             for n in sorted(by_name)
         ]
         self.default_timeout_s = default_timeout_s
@@ -94,11 +100,12 @@ class MCPManager:
         return list(self._tools)
 
     def status(self) -> list[dict[str, Any]]:
-        """`[{name, transport, state, error, tools}]` for `agentd mcp list` and status views."""
+        """`[{name, transport, sandboxed, state, error, tools}]` for `agentd mcp list` and status views."""
         return [
             {
                 "name": c.spec.name,
                 "transport": "http" if c.spec.url else "stdio",
+                "sandboxed": c.sandboxed,
                 "state": c.state,
                 "error": c.error,
                 "tools": [qualified for qualified in (t.name for t in self._tools if t.conn is c)],
@@ -123,10 +130,12 @@ async def start_servers(
     *,
     warn: Callable[[str], None],
     secret_env: Iterable[str] = (),
+    launcher: Launcher | None = None,
 ) -> MCPManager | None:
     """Start the session's MCP servers (None when there are none). Every start failure goes to `warn`
     (e.g. `MCP server git did not start (FileNotFoundError: ...; stderr: ...)`); never raises for one.
-    `secret_env`: more variable names never passed on (the configured `api_key_env`)."""
+    `secret_env`: more variable names never passed on (the configured `api_key_env`); `launcher`: the
+    session's (agentd.core.factory.launcher), which starts stdio servers in the sandbox."""
     if not specs:
         return None
     manager = MCPManager(
@@ -135,6 +144,7 @@ async def start_servers(
         start_timeout_s=settings.mcp.start_timeout_s,
         default_timeout_s=settings.tools.run_timeout_s,
         secret_env=SECRET_ENV | frozenset(secret_env),
+        launcher=launcher,
     )
     for warning in await manager.start():
         warn(warning)

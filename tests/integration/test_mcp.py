@@ -20,12 +20,13 @@ import pytest
 
 from agentd.clock import ManualClock
 from agentd.config import Settings
-from agentd.core.factory import create_session
+from agentd.core.factory import create_session, session_launcher
 from agentd.core.session import Session
 from agentd.mcp.manager import MCPManager, specs_from_settings, start_servers
 from agentd.permissions.approver import QueueApprover
 from agentd.persistence.paths import DataDir
 from agentd.providers.scripted import ScriptedProvider
+from agentd.sandbox.status import detect
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = {"command": sys.executable, "args": ["-m", "tests.mcp_servers.demo"], "env": {"PYTHONPATH": str(REPO)}}
@@ -70,7 +71,9 @@ async def start(workspace: Path, data_dir: Path) -> Any:
     ) -> Run:
         settings = Settings.model_validate({"provider": "scripted", "mcp": {"servers": servers}, **cfg})
         warnings: list[str] = []
-        mcp = await start_servers(specs_from_settings(settings), workspace, settings, warn=warnings.append)
+        launcher = session_launcher(settings, workspace, DataDir(data_dir))  # as the product starts them
+        mcp = await start_servers(specs_from_settings(settings), workspace, settings, warn=warnings.append,
+                                  launcher=launcher)  # fmt: skip
         provider = ScriptedProvider({"answers": answers}, clock=ManualClock())
         approver = QueueApprover.of(*approvals)  # type: ignore[arg-type]
         lines: list[str] = []
@@ -102,9 +105,8 @@ async def test_listed_called_through_an_approval_audited_and_mapped(start: Any, 
     )  # fmt: skip
     assert await run.session.prompt([{"type": "text", "text": "use the server"}]) == "end_turn"
     names = [t["name"] for t in run.provider.requests[0]["tools"]]
-    assert names[-7:] == [
-        f"mcp__demo__{n}" for n in ("add", "crash", "echo", "env", "fail", "picture", "sleep")
-    ]
+    assert names[-10:] == [f"mcp__demo__{n}" for n in ("add", "connect", "crash", "echo", "env", "fail",
+                                                      "picture", "read_text", "sleep", "write_text")]  # fmt: skip
     echo = next(t for t in run.provider.requests[0]["tools"] if t["name"] == "mcp__demo__echo")
     assert echo["description"] == "[MCP server demo] Return the text as given."
     assert echo["input_schema"]["required"] == ["text"]
@@ -246,6 +248,7 @@ def test_agentd_mcp_list(tmp_path: Path, workspace: Path) -> None:
                           capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[:2] == ["demo  stdio  running  7 tools", "  mcp__demo__add"]
-    assert lines[8:] == ["nope  stdio  failed", lines[9]]
-    assert lines[9].startswith("  FileNotFoundError") or "No such file" in lines[9]
+    boxed = " (sandboxed)" if detect().available else ""  # stdio servers start in the sandbox (issue 12 §1)
+    assert lines[:2] == [f"demo  stdio{boxed}  running  10 tools", "  mcp__demo__add"]
+    assert lines[11:] == [f"nope  stdio{boxed}  failed", lines[12]]
+    assert lines[12].startswith("  FileNotFoundError") or "No such file" in lines[12]

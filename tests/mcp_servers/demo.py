@@ -1,8 +1,9 @@
 """A small MCP server written with the official SDK's server API (`mcp.server.mcpserver.MCPServer`), run
 over stdio: `python -m tests.mcp_servers.demo`. Tools: `echo` (text), `add` (numbers), `picture` (an
 image and a resource link), `sleep` (blocks until cancelled or `seconds` pass), `env` (the value of one
-environment variable, to check what the server was given), `crash` (the process exits at once), `fail`
-(an `isError` result). With `DEMO_FAIL_START=1` it writes to stderr and exits before serving."""
+environment variable, to check what the server was given), `read_text`, `write_text` and `connect` (what
+the sandbox lets it read, write and reach), `crash` (the process exits at once), `fail` (an `isError`
+result). With `DEMO_FAIL_START=1` it writes to stderr and exits before serving."""
 
 from __future__ import annotations
 
@@ -52,6 +53,39 @@ async def sleep(seconds: float) -> str:
 def env(name: str) -> str:
     """The value of an environment variable, or (unset)."""
     return os.environ.get(name, "(unset)")
+
+
+@server.tool()
+def read_text(path: str) -> str:
+    """The text of a file, or `error: <why>` (what the sandbox lets the server read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(4096)
+    except OSError as exc:
+        return f"error: {type(exc).__name__}: {exc.strerror}"
+
+
+@server.tool()
+def write_text(path: str, text: str) -> str:
+    """Write a file: `ok` or `error: <why>` (what the sandbox lets the server write)."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return "ok"
+    except OSError as exc:
+        return f"error: {type(exc).__name__}: {exc.strerror}"
+
+
+@server.tool()
+def connect(port: int) -> str:
+    """Open a TCP connection to 127.0.0.1:port: `connected` or `error: <why>`."""
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        return "connected"
+    except OSError as exc:
+        return f"error: {type(exc).__name__}: {exc.strerror or exc}"
 
 
 @server.tool()

@@ -178,14 +178,17 @@ async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
 async def _start_mcp(conn: Connection, settings: Any, cwd: str) -> Any:
     """The session's MCP servers from the effective config (issue 11); a server that does not start is a
     warning the editor shows, not a failed session."""
+    from agentd.core.factory import session_launcher
     from agentd.mcp.manager import specs_from_settings, start_servers
 
+    specs = specs_from_settings(settings)
     return await start_servers(
-        specs_from_settings(settings),
+        specs,
         Path(cwd),
         settings,
         warn=lambda text: conn.show_message(f"agentd: {text}", 2),
         secret_env=[settings.api_key_env] if settings.api_key_env else [],
+        launcher=session_launcher(settings, Path(cwd), conn.daemon.data_dir) if specs else None,
     )
 
 
