@@ -1,7 +1,7 @@
 """A terminal for tests: a real pseudo-terminal (pexpect) whose output is drawn by a terminal emulator
 (pyte), so a test reads the screen a person would see (TESTING.md §1: the terminal tier).
 
-Owns `Terminal`: start a command on a pty of a given size, `wait_for(text)` on the screen, `send`/`key`,
+Owns `Terminal`: start a command on a pty of a given size, `wait_for(text)` on the screen, `type`/`key`/`paste`, `resize`,
 `screen()` (the visible rows as text), `transcript()` (the rows scrolled off plus the visible ones),
 `garbage()` (escape-code debris or a traceback on screen) and `exit_code()`. The emulator answers the
 cursor-position requests prompt_toolkit sends, as a real terminal does.
@@ -107,6 +107,15 @@ class Terminal:
 
     def key(self, name: str) -> None:
         self.child.send(KEYS[name].encode())
+
+    def paste(self, text: str) -> None:
+        """`text` pasted, as a terminal sends it in bracketed-paste mode (its newlines do not send it)."""
+        self.child.send(b"\x1b[200~" + text.encode() + b"\x1b[201~")
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The window resized: the program gets SIGWINCH, the emulator's screen the new size."""
+        self.scr.resize(rows, cols)
+        self.child.setwinsize(rows, cols)
 
     def line(self, text: str) -> None:
         """Type `text` and Enter."""

@@ -60,7 +60,7 @@ def test_commands_completion_mentions_and_leaving(
     t.line("/mode bogus")
     step(t, "bad mode", "unknown mode 'bogus'", "use default, acceptEdits or readOnly")
     t.line("/model claude-haiku-4-5")
-    step(t, "model", "anthropic claude-haiku-4-5", "resumed · 2 turns")
+    step(t, "model", "anthropic claude-haiku-4-5 from the next prompt", "anthropic claude-haiku-4-5")
     t.line("And now?")
     step(t, "other model", "Same answer from the other model.", "claude-haiku-4-5 · acceptEdits")
     assert emulator.journal[-1]["body"]["model"] == "claude-haiku-4-5"

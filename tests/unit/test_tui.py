@@ -10,6 +10,7 @@ import pytest
 from agentd.adapters.tui.approval import choice_keys
 from agentd.adapters.tui.commands import COMMANDS, is_command
 from agentd.adapters.tui.mentions import mention_at, prompt_blocks
+from agentd.adapters.tui.results import output_lines, output_tail, result_summary
 from agentd.adapters.tui.status import cache_share, status_text, tokens_short
 from agentd.adapters.tui.view import stable_end
 from agentd.protocol.approvals import permission_options
@@ -147,10 +148,45 @@ def test_approval_texts_are_shown_escaped() -> None:
         options=tuple(permission_options("run_command", "ls \u202e")),
     )  # fmt: skip
     out = io.StringIO()
-    KeyboardApprover(View(Console(file=out, width=200), lambda: ""), lambda: None).show(req)
+    KeyboardApprover(View(Console(file=out, width=200), lambda width=None: ""), lambda: None).show(req)
     shown = out.getvalue()
     assert "\u202e" not in shown and "\x1b" not in shown and "\u200b" not in shown
     assert "$ ls \\u202e#txt.exe\\x1b[2K" in shown and "in /w\\u200b" in shown
     assert [o["name"] for o in offered_options(req)][
         1
     ] == "Always allow `ls \\u202e` commands in this session"
+
+
+def test_status_line_leaves_parts_out_to_fit_a_narrow_terminal() -> None:
+    """T1: on a narrow terminal the model goes first, then the cache share, then the mode; never a cut word
+    unless one part alone is too long."""
+    assert status_text(STATUS, width=80) == status_text(STATUS)
+    assert status_text(STATUS, width=60) == "default · ctx 1.2k/200k (1 %) · cache 80 % · $0.0123"
+    assert status_text(STATUS, width=40) == "default · ctx 1.2k/200k (1 %) · $0.0123"
+    assert status_text(STATUS, width=30) == "ctx 1.2k/200k (1 %) · $0.0123"
+    assert status_text(STATUS, width=10) == "ctx 1.2k/…"
+
+
+def _command_update(text: str, code: int) -> dict[str, object]:
+    return {"sessionUpdate": "tool_call_update", "status": "completed" if code == 0 else "failed",
+            "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+            "rawOutput": {"exitCode": code, "bytes": len(text), "timedOut": False, "truncated": False}}  # fmt: skip
+
+
+def test_a_commands_result_is_its_exit_code_output_size_and_last_lines() -> None:
+    """T3: the tool line of a command says `exit N · M lines of output`; the last lines are shown."""
+    update = _command_update("".join(f"{i}\n" for i in range(1, 11)) + "\n[exit code 0]", 0)
+    lines = output_lines(update)
+    assert lines == [str(i) for i in range(1, 11)]
+    assert result_summary(update["rawOutput"], lines) == "exit 0 · 10 lines of output"
+    assert output_tail(lines, 4) == (6, ["7", "8", "9", "10"])
+    quiet = _command_update("[exit code 0]", 0)
+    assert (output_lines(quiet), result_summary(quiet["rawOutput"], [])) == ([], "exit 0 · no output")
+
+
+def test_other_tools_results_are_their_counts() -> None:
+    assert result_summary({"lines": 1, "bytes": 3, "source": "disk"}) == "1 line"
+    assert result_summary({"entries": 40, "truncated": True}) == "40 entries (truncated)"
+    assert result_summary({"items": 3}) == ""  # a plan's title counts its items
+    assert result_summary(None) == ""
+    assert output_lines({"content": [{"type": "content", "content": {"type": "text", "text": "x"}}]}) == []

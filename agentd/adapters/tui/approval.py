@@ -29,6 +29,7 @@ from agentd.text import visible
 
 KIND_KEYS = {"allow_once": "y", "allow_always": "a", "reject_once": "n", "reject_always": "r"}
 CANCELLED = "cancelled"
+ASK_HINT = "↑↓ Enter, or a key; Esc rejects, Ctrl-C cancels the turn"
 
 
 def choice_keys(options: list[dict[str, Any]]) -> dict[str, str]:
@@ -45,9 +46,9 @@ def choice_keys(options: list[dict[str, Any]]) -> dict[str, str]:
     return keys
 
 
-async def choose_option(options: list[dict[str, Any]], question: str) -> str:
-    """Show `question` and the options (names already escaped), return the chosen optionId, or
-    `CANCELLED` for Ctrl-C. Runs inline (not full screen) on the terminal."""
+async def choose_option(options: list[dict[str, Any]], question: str, hint: str = ASK_HINT) -> str:
+    """Show `question`, the options (names already escaped) and `hint`, return the chosen optionId, or
+    `CANCELLED` for Ctrl-C. Runs inline (not full screen) on the terminal; long lines wrap."""
     keys = choice_keys(options)
     selected = [0]
 
@@ -60,7 +61,7 @@ async def choose_option(options: list[dict[str, Any]], question: str) -> str:
             style = "reverse" if i == selected[0] else ""
             out.append((style, f"{mark}{i + 1}. {o['name']}{key}"))
             out.append(("", "\n"))
-        out.append(("class:hint", "  ↑↓ Enter, or a key; Esc rejects, Ctrl-C cancels the turn"))
+        out.append(("class:hint", "  " + hint))
         return out
 
     kb = KeyBindings()
@@ -88,7 +89,11 @@ async def choose_option(options: list[dict[str, Any]], question: str) -> str:
         event.app.exit(result=CANCELLED)
 
     app: Application[str] = Application(
-        layout=Layout(Window(FormattedTextControl(fragments, show_cursor=False), dont_extend_height=True)),
+        layout=Layout(
+            Window(
+                FormattedTextControl(fragments, show_cursor=False), dont_extend_height=True, wrap_lines=True
+            )
+        ),
         key_bindings=kb,
         full_screen=False,
         erase_when_done=True,

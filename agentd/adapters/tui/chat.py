@@ -118,27 +118,31 @@ class Chat:
         self.entry = Entry(completer, self.status_line, getattr(opener.data_dir, "root", None))
 
     # ---- the status line -----------------------------------------------------------------------------
-    def status_line(self) -> str:
-        """The status line; computed again after an update, a session switch or a command."""
+    def status_line(self, width: int | None = None) -> str:
+        """The status line, at most `width` columns; computed again after an update, a session switch, a
+        command or a resize."""
         if self.session is None or self.session.closed:
             return "no session"
-        key = (id(self.session), self.view.version, self._commands_run)
+        key = (id(self.session), self.view.version, self._commands_run, width)
         if self._status[0] != key:
-            self._status = (key, status_text(self.session.status(), self.view.usage))
+            self._status = (key, status_text(self.session.status(), self.view.usage, width))
         return self._status[1]
 
     # ---- sessions ------------------------------------------------------------------------------------
-    async def open(self, session_id: str | None, workspace: Path | None = None) -> None:
+    async def open(
+        self, session_id: str | None, workspace: Path | None = None, *, again: bool = False
+    ) -> None:
         """Close the session held now (if any), then open `session_id` (None: a new one) in `workspace`
-        (default: the current one; a resumed session's own folder wins). Raises AgentdError; on failure no
-        session is held."""
+        (default: the current one; a resumed session's own folder wins). `again`: the same session opened
+        again with other settings (/model): one line instead of the header and the history. Raises
+        AgentdError; on failure no session is held."""
         from agentd.persistence.index import read_meta
         from agentd.terminal import open_or_create, provider_for
 
         if session_id:
             cwd = (read_meta(self.opener.data_dir, session_id) or {}).get("cwd")
             workspace = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else workspace
-        await self.close()
+        await self.close(quiet=again)
         ws = workspace or self.workspace
         settings = self.opener.settings(ws, self.overrides)
         provider = provider_for(settings)
@@ -152,7 +156,11 @@ class Chat:
             raise
         self.session, self.provider, self.created, self.settings = session, provider, created, settings
         self.workspace = ws
-        self.view.usage, self.view.title, self.view.mode = None, session.title, session.mode
+        self.view.reset()
+        self.view.title, self.view.mode = session.title, session.mode
+        if again:
+            self.view.note(f"[{session.id} · {session.provider_name} {session.model} from the next prompt]")
+            return
         self._header()
         if not created:
             self._replay()
@@ -173,8 +181,9 @@ class Chat:
             newest = None
         await self.open(str(newest["id"]) if newest else None)
 
-    async def close(self) -> None:
-        """Close the session held now; one created here that never reached the model is deleted (H11)."""
+    async def close(self, quiet: bool = False) -> None:
+        """Close the session held now; one created here that never reached the model is deleted (H11), any
+        other is kept and (unless `quiet`) its id printed with the command that continues it."""
         from agentd.terminal import discard_session
 
         session, provider = self.session, self.provider
@@ -187,7 +196,7 @@ class Chat:
             await provider.aclose()
         if self.created and not session.totals.requests:
             discard_session(self.opener.data_dir, session.id)
-        else:
+        elif not quiet:
             self.view.note(f"[session {session.id} kept · continue it with: agentd --resume {session.id}]")
 
     def _header(self) -> None:
@@ -249,6 +258,8 @@ class Chat:
         try:
             if commands.is_command(text):
                 await commands.run(self, text)
+                if not self.quit:
+                    self.view.gap()
             else:
                 await self.prompt(text)
         except AgentdError as err:
@@ -267,7 +278,7 @@ class Chat:
         stop = await self.in_turn(self.session.prompt(mentions.blocks))
         if stop is not None and stop != "end_turn":
             self.view.note("[cancelled]" if stop == "cancelled" else f"[stop · {stop}]", style="yellow")
-        self.view.print()
+        self.view.gap()
 
     async def in_turn(self, work: Any, activity: str = "working") -> Any:
         """Run `work` (a coroutine of the session) with the live region, Ctrl-C cancelling it. Returns its

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/model": ("[NAME]", "show the model, or continue this session with another one"),
     "/quit": ("", "leave (the session is kept; agentd --resume ID continues it)"),
 }
+PICK_HINT = "↑↓ Enter, or a number; Esc keeps this one"
 ALIASES = {"/exit": "/quit", "/q": "/quit", "/?": "/help"}
 KEYS = [
     ("Enter", "send"), ("Alt-Enter, Ctrl-J, \\ then Enter", "a new line"), ("Tab", "complete /commands, @paths"),
@@ -147,7 +148,7 @@ async def _pick(chat: Chat) -> str | None:
     options = [{"optionId": str(m["id"]), "name": f"{m['id']} · {visible(str(m.get('title') or ''), one_line=True)[:60]}"}
                for m in found]  # fmt: skip
     options.append({"optionId": CANCELLED, "name": "(keep this one)", "kind": "reject_once"})
-    picked = await choose_option(options, "Resume which session?")
+    picked = await choose_option(options, "Resume which session?", hint=PICK_HINT)
     return None if picked == CANCELLED else picked
 
 
@@ -215,7 +216,7 @@ async def _model(chat: Chat, arg: str) -> None:
         raise UsageError("a turn is running; change the model when it has ended")
     chat.overrides["model"] = arg
     kept = not chat.created or session.totals.requests  # a session that never reached the model is not kept
-    await chat.open(session.id if kept else None)
+    await chat.open(session.id if kept else None, again=True)
 
 
 async def _quit(chat: Chat, arg: str) -> None:

@@ -4,8 +4,8 @@ Owns `Entry`: one `PromptSession` for the client's life, with the history file (
 dir, 0600, shared by every workspace), multi-line input (Enter sends; Alt-Enter, Ctrl-J or a trailing `\\`
 start a new line; a paste keeps its newlines), completion of slash commands (and their arguments: session
 ids, modes) and of `@path` mentions relative to the workspace, and the status line as the bottom toolbar.
-`Entry.read()` returns the text, or raises KeyboardInterrupt (Ctrl-C) or EOFError (Ctrl-D on an empty
-line). Imports prompt_toolkit; never rich, pygls, lsprotocol or acp.
+`Entry.read()` returns the text, or raises KeyboardInterrupt (Ctrl-C on an empty line; on a typed one it
+only clears it) or EOFError (Ctrl-D on an empty line). Imports prompt_toolkit; never rich, pygls, lsprotocol or acp.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application.current import get_app
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
@@ -75,12 +76,30 @@ def _bindings() -> KeyBindings:
         else:
             buf.validate_and_handle()
 
+    @kb.add("c-c")
+    def _interrupt(
+        event: KeyPressEvent,
+    ) -> None:  # a typed line is cleared; at an empty one, the caller decides
+        buf = event.current_buffer
+        if buf.text:
+            buf.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
     @kb.add("escape", "enter")
     @kb.add("c-j")
     def _newline(event: KeyPressEvent) -> None:
         event.current_buffer.insert_text("\n")
 
     return kb
+
+
+def _columns() -> int:
+    """The terminal's width in columns (80 when it cannot be read)."""
+    try:
+        return get_app().output.get_size().columns
+    except Exception:
+        return 80
 
 
 def history_at(data_root: Path | None) -> FileHistory | InMemoryHistory:
@@ -96,9 +115,11 @@ def history_at(data_root: Path | None) -> FileHistory | InMemoryHistory:
 
 
 class Entry:
-    """The input line (see the module docstring). `toolbar()` gives the status line's text."""
+    """The input line (see the module docstring). `toolbar(width)` gives the status line's text."""
 
-    def __init__(self, completer: ChatCompleter, toolbar: Callable[[], str], data_root: Path | None) -> None:
+    def __init__(
+        self, completer: ChatCompleter, toolbar: Callable[[int], str], data_root: Path | None
+    ) -> None:
         self.toolbar = toolbar
         self.prompts: PromptSession[str] = PromptSession(
             history=history_at(data_root),
@@ -107,7 +128,7 @@ class Entry:
             multiline=True,
             key_bindings=_bindings(),
             prompt_continuation="  ",
-            bottom_toolbar=lambda: FormattedText([("", " " + self.toolbar())]),
+            bottom_toolbar=lambda: FormattedText([("", " " + self.toolbar(_columns() - 2))]),
             style=STYLE,
             reserve_space_for_menu=6,
         )

@@ -28,12 +28,14 @@ def cache_share(totals: dict[str, Any]) -> float | None:
     return read / prompt if prompt else None
 
 
-def status_text(status: dict[str, Any], usage: dict[str, Any] | None = None) -> str:
+def status_text(status: dict[str, Any], usage: dict[str, Any] | None = None, width: int | None = None) -> str:
     """`claude-sonnet-4-6 · default · ctx 12.3k/200k (6 %) · cache 87 % · $0.0421`.
 
     `status`: the `agentd/session/status` result; `usage`: the last `usage_update` of this session (its
     `used` is the model's own count; without one the context is the local estimate). The cost is the
-    session's total in USD, left out when the model's price is unknown."""
+    session's total in USD, left out when the model's price is unknown. `width` (columns): on a narrow
+    terminal the parts that matter least are left out (`DROP_ORDER`) until the line fits, so it never
+    wraps or is cut mid-word."""
     ctx = status.get("context") or {}
     used = int((usage or {}).get("used") or ctx.get("usedTokens") or 0)
     size = int((usage or {}).get("size") or ctx.get("windowTokens") or 0)
@@ -45,4 +47,21 @@ def status_text(status: dict[str, Any], usage: dict[str, Any] | None = None) -> 
     cost = ((usage or {}).get("cost") or status.get("costEstimate") or {}).get("amount")
     if cost is not None:
         parts.append(f"${cost:.4f}")
-    return " · ".join(p for p in parts if p)
+    return fit([p for p in parts if p], width)
+
+
+DROP_ORDER = (0, 3, 1)  # positions in the full line: the model, then the cache share, then the mode
+
+
+def fit(parts: list[str], width: int | None) -> str:
+    """`parts` joined by ` · `, leaving out those of `DROP_ORDER` (then the last ones) until it is at most
+    `width` characters long."""
+    kept = dict(enumerate(parts))
+    order = [i for i in DROP_ORDER if i < len(parts)] + list(range(len(parts) - 1, -1, -1))
+    line = " · ".join(kept.values())
+    for i in order:
+        if width is None or len(line) <= width or len(kept) == 1:
+            break
+        kept.pop(i, None)
+        line = " · ".join(kept.values())
+    return line if width is None or len(line) <= width else line[: max(0, width - 1)] + "…"

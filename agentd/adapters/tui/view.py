@@ -24,12 +24,14 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 from rich.text import Text
 
+from agentd.adapters.tui.results import output_lines, output_tail, result_summary, result_text
 from agentd.log import failure_reason
 from agentd.text import visible
 
 MARKS = {"completed": "[x]", "done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 MARK_STYLES = {"completed": "green", "done": "green", "in_progress": "yellow", "pending": "dim"}
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+OUTPUT_LINES = 4  # a command's last output lines shown under its tool line
 HIDDEN_LINES = ("[turn ·", "[Tool] ")  # the core's lines the client shows otherwise (status line, tool lines)
 # lines the client shows another way: an allowed call (its tool line), the user's own answer (the approval
 # line), the core's in-process hooks (the plan reminder); a user hook's line (`-> allow`, `-> deny`) stays
@@ -92,12 +94,12 @@ class _Call:
 
 
 class View:
-    """The transcript and the live region. `status()` gives the status line's text (status.status_text).
+    """The transcript and the live region. `status(width)` gives the status line's text (status.status_text).
 
     Calls come from the event loop's thread only; the live region is redrawn by `tick()` (the client's
     ticker, about ten times a second) and whenever something is printed above it."""
 
-    def __init__(self, console: Console, status: Callable[[], str]) -> None:
+    def __init__(self, console: Console, status: Callable[[int | None], str]) -> None:
         self.console = console
         self.status = status
         self.usage: dict[str, Any] | None = None  # the last usage_update
@@ -108,21 +110,39 @@ class View:
         self._thought = ""
         self._message_id: str | None = None
         self._user_id: str | None = None  # the replayed prompt whose blocks are being shown
+        self._prompts = 0  # replayed prompts shown
         self._calls: dict[str, _Call] = {}
         self._plan: list[tuple[str, str]] | None = None
         self._live: Live | None = None
         self._turn_started = 0.0
         self.activity = "working"
         self.version = 0  # counts the updates seen (the status line is computed again after one)
+        self._blank = True  # the last line printed is blank
 
     # ---- the transcript ------------------------------------------------------------------------------
     def print(self, renderable: RenderableType = "", **kw: Any) -> None:
         self.console.print(renderable, **kw)
+        self._blank = isinstance(renderable, str) and renderable == ""
+
+    def gap(self) -> None:
+        """One blank line, unless the last line printed is one (between a turn, a command's output or a
+        replayed prompt and what follows)."""
+        self.flush()
+        if not self._blank:
+            self.print()
+
+    def reset(self) -> None:
+        """Forget what was shown of the session held before (its plan, calls, usage): another one opens."""
+        self._discard()
+        self._calls.clear()
+        self._plan = None
+        self._user_id, self._prompts = None, 0
+        self.usage, self.title, self.mode = None, None, None
 
     def note(self, text: str, style: str = "dim") -> None:
         """An operator line (`[Permission] …`, `[Hook] …`, warnings), shown escaped."""
         self.flush()
-        self.console.print(Text(visible(text), style=style))
+        self.print(Text(visible(text), style=style))
 
     def core_line(self, text: str) -> None:
         """The core's line writer: the lines the client does not show another way."""
@@ -136,9 +156,7 @@ class View:
         """A prompt of the session's history (a replay)."""
         self.flush()
         lines = visible(text.rstrip("\n")).split("\n")
-        self.console.print(
-            Text("\n".join(["> " + lines[0], *("  " + x for x in lines[1:])]), style="bold cyan")
-        )
+        self.print(Text("\n".join(["> " + lines[0], *("  " + x for x in lines[1:])]), style="bold cyan"))
 
     # ---- updates (PROTOCOL.md §7) -------------------------------------------------------------------
     def update(self, u: dict[str, Any]) -> None:
@@ -172,9 +190,12 @@ class View:
         content = u.get("content") or {}
         text = str(content.get("text") or f"[{content.get('type', 'content')}]")
         if u.get("messageId") is not None and u.get("messageId") == self._user_id:
-            self.console.print(Text("  + " + visible(text.split("\n", 1)[0], one_line=True), style="cyan"))
+            self.print(Text("  + " + visible(text.split("\n", 1)[0], one_line=True), style="cyan"))
             return
+        if self._prompts:
+            self.gap()  # a blank line between two replayed turns
         self._user_id = u.get("messageId")
+        self._prompts += 1
         self.user(text)
 
     def _on_tool_call(self, u: dict[str, Any]) -> None:
@@ -230,40 +251,51 @@ class View:
             out.append(
                 visible(content, one_line=True) + "\n", style="strike dim" if status == "completed" else ""
             )
-        self.console.print(out, end="")
+        self.print(out, end="")
 
     def _tool_line(self, call: _Call, u: dict[str, Any]) -> None:
+        """`● title · exit 0 · 3 lines of output` (a failure: `· failed: reason`), then a command's last
+        output lines, dimmed and cut to the width."""
         line = Text()
+        output = output_lines(u)
         if call.status == "completed":
             line.append("● ", style="green")
             line.append(call.title)
+            summary = result_summary(u.get("rawOutput"), output)
+            if summary:
+                line.append(" · " + summary, style="dim")
         else:
             line.append("● ", style="red")
             line.append(call.title)
             line.append(" · failed: ", style="red")
             line.append(self._reason(u), style="red")
-        self.console.print(line)
+        self.print(line)
+        hidden, tail = output_tail(output, OUTPUT_LINES)
+        if hidden:
+            self.print(Text(f"  │ … {hidden} more line{'s' if hidden != 1 else ''}", style="dim"))
+        for row in tail:
+            self.print(
+                Text("  │ " + visible(row, one_line=True), style="dim", no_wrap=True, overflow="ellipsis")
+            )
 
     @staticmethod
     def _reason(u: dict[str, Any]) -> str:
         meta = (u.get("_meta") or {}).get("agentd") or {}
         if meta.get("cancelled"):
             return "cancelled"
-        texts = [str((c.get("content") or {}).get("text") or "") for c in u.get("content") or []
-                 if c.get("type") == "content"]  # fmt: skip
         raw = u.get("rawOutput") if isinstance(u.get("rawOutput"), dict) else None
-        return visible(failure_reason("\n".join(texts), raw), one_line=True)
+        return visible(failure_reason(result_text(u), raw), one_line=True)
 
     def _print_markdown(self, src: str) -> None:
         if src.strip():
             if self._printed:  # the blank line between two blocks of one message
-                self.console.print()
-            self.console.print(Block(src))
+                self.print()
+            self.print(Block(src))
 
     def flush(self) -> None:
         """End the message being streamed: print what is left of it (and a thought, dimmed)."""
         if self._thought.strip():
-            self.console.print(Text(self._thought.strip(), style="dim italic"))
+            self.print(Text(self._thought.strip(), style="dim italic"))
         self._thought = ""
         self._print_markdown(self._text[self._printed :])
         self._text, self._printed, self._message_id = "", 0, None
@@ -282,7 +314,7 @@ class View:
         self._turn_started = 0.0
         self.flush()
         for call in self._calls.values():  # calls that never got a final update (a cancel)
-            self.console.print(Text(f"● {call.title} · stopped", style="dim"))
+            self.print(Text(f"● {call.title} · stopped", style="dim"))
         self._calls.clear()
 
     def pause(self) -> None:
@@ -317,7 +349,10 @@ class View:
         now = time.monotonic()
         for call in self._calls.values():
             parts.append(Text(f"○ {call.title} · {call.status.replace('_', ' ')} {now - call.started:.0f} s",
-                              style="dim"))  # fmt: skip
-        elapsed = f"{self.activity} {now - self._turn_started:.0f} s · Ctrl-C cancels · {self.status()}"
-        parts.append(Spinner("dots", Text(elapsed, style="dim")))
+                              style="dim", no_wrap=True, overflow="ellipsis"))  # fmt: skip
+        elapsed = f"{self.activity} {now - self._turn_started:.0f} s · Ctrl-C cancels"
+        room = self.console.width - len(elapsed) - 6  # the spinner, its space, ` · ` and a spare column
+        status = self.status(room) if room >= 12 else ""
+        line = f"{elapsed} · {status}" if status else elapsed
+        parts.append(Spinner("dots", Text(line[: max(1, self.console.width - 3)], style="dim")))
         return Group(*parts)
