@@ -273,8 +273,10 @@ async def open_or_create(
     approver: Approver, sink: Callable[[dict[str, Any]], None], lines: Callable[[str], None],
 ) -> tuple[Any, bool]:  # fmt: skip
     """The session `session_id` (None: a new one in `workspace`) and whether it was created now, with its
-    MCP servers started (a server that does not start is a warning line), for the terminal front ends.
-    Raises SessionNotFound, SessionLocked, StorageError, and ConfigError when the session's folder is gone."""
+    MCP servers started (a server that does not start is a warning line) and the window its server serves
+    learned (issue 17: the client's status line shows the real figure from the start), for the terminal front
+    ends. Raises SessionNotFound, SessionLocked, StorageError, and ConfigError when the session's folder is
+    gone."""
     from agentd.core.factory import create_session, open_session, session_launcher
     from agentd.mcp.manager import specs_from_settings, start_servers
 
@@ -290,19 +292,24 @@ async def open_or_create(
         launcher=session_launcher(s, workspace, data_dir),
     )
     try:
-        if not session_id:
-            return create_session(cwd=workspace, **common), True
-        session = open_session(session_id=session_id, **common)
+        if session_id:
+            session = open_session(session_id=session_id, **common)
+        else:
+            session = create_session(cwd=workspace, **common)
     except BaseException:
         if common["mcp"] is not None:
             await common["mcp"].aclose()
         raise
+    if not session_id:
+        await session.learn_window()  # never raises: a failed probe keeps the configured window
+        return session, True
     if not session.cwd.is_dir():
         await session.aclose()
         raise ConfigError(
             f"session {session_id} belongs to {session.cwd}, which no longer exists; restore that folder, "
             "or start a new session with --workspace DIR"
         )
+    await session.learn_window()
     return session, False
 
 

@@ -296,3 +296,31 @@ async def test_compress_to_fit_tries_the_usual_cut_first(
     active = 1 + 2 * replies  # the prompt, then each reply and its tool result
     kept = active - records[first]["replaced"]
     assert kept >= h.session.p.settings.context.keep_recent_messages  # not only the last round (2 messages)
+
+
+async def test_the_terminal_front_ends_know_the_served_window_before_the_first_prompt(
+    workspace: Path, data_dir: Path, openai_emulator: Emulator, local: OpenAICompatProvider
+) -> None:
+    """Issue 17 part 1: every front end reports the real figure: the terminal client's status line reads
+    `Session.status()` as soon as a session is opened (new or resumed), before any request."""
+    from agentd.permissions.approver import QueueApprover
+    from agentd.persistence.paths import DataDir
+    from agentd.terminal import open_or_create
+
+    openai_emulator.script({"server": "llama.cpp", "served_window": 4096, "answers": []})
+    common: dict[str, Any] = {
+        "settings": load_settings(workspace, cli={"provider": "openai"}),
+        "data_dir": DataDir(data_dir),
+        "workspace": workspace,
+        "provider": local,
+        "approver": QueueApprover(),
+        "sink": lambda u: None,
+        "lines": lambda line: None,
+    }
+    session, created = await open_or_create(session_id=None, **common)
+    assert created and session.status()["context"]["windowTokens"] == 4096
+    sid = session.id
+    await session.aclose()
+    again, created = await open_or_create(session_id=sid, **common)
+    assert not created and again.status()["context"]["windowTokens"] == 4096
+    await again.aclose()
