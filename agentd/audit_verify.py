@@ -7,8 +7,9 @@ Owns: `verify_session()` and its `AuditReport`. The checks, in order; the first 
    of the line before it (`GENESIS` for the first). A deleted record shows as a gap, a reordered pair as a
    seq out of place, an edited record as a `prev` that no longer matches it.
 2. Each `inputBlob` exists and hashes to its `sha256`.
-3. The session log: every tool call whose result the log holds (`tool_call` record) has an audit record
-   (this catches a deleted last record), and each audit record's tool, `inputDigest`, input and command
+3. The session log: every tool call whose result the log holds (`tool_call` record) or that began running
+   (`tool_started` record, written after the call was audited: a crash mid-run leaves no result) has an
+   audit record (this catches a deleted last record, also one disguised as a torn line; break9), and each audit record's tool, `inputDigest`, input and command
    match the log's tool_use with that id, but for redacted secrets (this catches an edited last record).
 
 A torn last line (a crash during a write) is not tampering: it is reported as a note, and so is one set
@@ -180,7 +181,8 @@ def _check_blobs(
 
 
 def _tool_uses(log_records: list[dict[str, Any]]) -> tuple[dict[str, list[dict[str, Any]]], list[str]]:
-    """The log's tool_use blocks by id, and the ids of the tool calls whose result it holds."""
+    """The log's tool_use blocks by id, and the ids of the tool calls that began running or whose result it
+    holds (each was audited first), in log order."""
     uses: dict[str, list[dict[str, Any]]] = {}
     finished: list[str] = []
     for rec in log_records:
@@ -188,7 +190,7 @@ def _tool_uses(log_records: list[dict[str, Any]]) -> tuple[dict[str, list[dict[s
             for block in rec["message"].get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
                     uses.setdefault(str(block.get("id")), []).append(block)
-        elif rec.get("kind") == "tool_call":
+        elif rec.get("kind") in ("tool_call", "tool_started"):
             finished.append(str(rec.get("toolCallId")))
     return uses, finished
 
@@ -223,6 +225,7 @@ def _check_against_log(
     missing = [tid for tid in finished if tid not in audited]
     if missing:
         report.fail(
-            f"no audit record for tool call {missing[0]}, whose result is in the session log: a record was "
-            "deleted" + (f" ({len(missing)} calls have none)" if len(missing) > 1 else "")
+            f"no audit record for tool call {missing[0]}, which the session log shows started or finished: a "
+            "record was deleted"
+            + (f" ({len(set(missing))} calls have none)" if len(set(missing)) > 1 else "")
         )
