@@ -108,3 +108,12 @@ def make_provider(
         pool=pool,
         **timeouts,
     )
+
+
+def provider_for(settings: Any, **kwargs: Any) -> Provider:
+    """`make_provider` for the effective settings (`agentd.config.Settings`): its provider, model, base URL,
+    key variable, scenario, `openai` options and `retries`; `kwargs` as for `make_provider` (env, clock, pool).
+    Raises as `make_provider`."""
+    return make_provider(settings.provider, model=settings.model, base_url=settings.base_url,
+                         api_key_env=settings.api_key_env, scenario=settings.scenario,
+                         openai_options=settings.openai, retries=settings.retries, **kwargs)  # fmt: skip

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agentd.adapters.lsp import transport
+from agentd.adapters import stdio  # the frame writers and their limits
 from agentd.adapters.lsp.transport import HIGH_WATER, BufferedWriter, read_frames
 from tests.lsp.harness import wait_until
 
@@ -99,22 +99,22 @@ async def test_a_client_far_behind_is_dropped(pair: Any) -> None:
     """Issue 16: past OUT_LIMIT unread bytes (while already behind) the connection is aborted."""
     _reader, out, _theirs = pair
     with pytest.raises(BrokenPipeError):
-        for _ in range(transport.OUT_LIMIT // ANSWER + 100):
+        for _ in range(stdio.OUT_LIMIT // ANSWER + 100):
             out.write(b"y" * ANSWER)
     assert out.writer.is_closing()
 
 
 async def test_one_big_frame_never_drops_a_client_that_keeps_up(pair: Any) -> None:
     _reader, out, theirs = pair
-    out.write(b"z" * (transport.OUT_LIMIT + 1))  # the buffer was empty: not behind
+    out.write(b"z" * (stdio.OUT_LIMIT + 1))  # the buffer was empty: not behind
     got = 0
-    while got < transport.OUT_LIMIT + 1:
+    while got < stdio.OUT_LIMIT + 1:
         got += await read_some(theirs)
     assert not out.writer.is_closing()
 
 
 async def test_a_client_that_reads_nothing_for_stall_s_is_dropped(pair: Any, monkeypatch: Any) -> None:
-    monkeypatch.setattr(transport, "STALL_S", 0.2)
+    monkeypatch.setattr(stdio, "STALL_S", 0.2)
     _reader, out, _theirs = pair
     while out.buffered() <= HIGH_WATER:
         out.write(b"w" * ANSWER)

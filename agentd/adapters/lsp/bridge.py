@@ -17,9 +17,9 @@ import itertools
 import json
 import logging
 import os
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from agentd.adapters.common import outcome_of, permission_params, shown
 from agentd.log import stderr_line
 from agentd.text import visible
 
@@ -43,17 +43,6 @@ def _diff_counts(diff: str | None) -> tuple[int, int]:
         elif line.startswith("-") and not line.startswith("---"):
             removed += 1
     return added, removed
-
-
-def _first_changed_line(old: str | None, new: str | None) -> int:
-    """1-based number of the first line that differs (1 for a new file)."""
-    if not old:
-        return 1
-    a, b = old.split("\n"), (new or "").split("\n")
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return i + 1
-    return max(1, min(len(a), len(b)))
 
 
 class SessionBridge:
@@ -128,41 +117,9 @@ class SessionBridge:
             conn.outstanding.pop(msg_id, None)
 
     def permission_params(self, req: ApprovalRequest) -> dict[str, Any]:
-        """The params of `agentd/session/requestPermission` (PROTOCOL.md §6.10). The texts meant to be read
-        (title, command line, description) are escaped with `visible` (H20); `rawInput` and the diff stay
-        exact for the client, which escapes what it shows of them."""
-        s = self.session
-        assert s is not None
-        p = req.preview
-        call: dict[str, Any] = {"toolCallId": req.tool_use_id, "title": shown(req.title), "kind": req.kind,
-                                "status": "pending", "rawInput": req.raw_input}  # fmt: skip
-        cwd = str(s.cwd)
-        if p.command is not None:
-            call["content"] = [
-                {
-                    "type": "content",
-                    "content": {"type": "text", "text": f"$ {shown(p.command)}\n(cwd {shown(p.cwd or cwd)})"},
-                }
-            ]
-            description = f"Run a shell command in {cwd}"
-        elif p.path is not None and p.new_text is not None:
-            call["content"] = [{"type": "diff", "path": p.path, "oldText": p.old_text, "newText": p.new_text}]
-            line = _first_changed_line(p.old_text, p.new_text) if req.tool_name == "edit_file" else 1
-            call["locations"] = [{"path": p.path, "line": line}]
-            verb = "Edit a file" if req.tool_name == "edit_file" else "Create or overwrite a file"
-            description = f"{verb} in {cwd}"
-        else:
-            if p.path is not None:
-                call["locations"] = [{"path": p.path}]
-            description = p.summary
-        now = datetime.now(UTC)
-        expires = (now + timedelta(seconds=req.timeout_s)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return {
-            "sessionId": s.id, "toolCall": call, "options": _options(req),
-            "_meta": {"agentd": {"title": shown(req.title), "description": shown(description),
-                                 "subject": {"type": "tool_call", "toolCallId": req.tool_use_id},
-                                 "timeoutS": req.timeout_s, "expiresAt": expires}},
-        }  # fmt: skip
+        """The params of `agentd/session/requestPermission` (PROTOCOL.md §6.10; agentd.adapters.common)."""
+        assert self.session is not None
+        return permission_params(self.session, req)
 
     async def _ask_agentd(self, conn: Connection, req: ApprovalRequest) -> ApprovalOutcome:
         from agentd.permissions.approver import ApprovalOutcome
@@ -174,7 +131,7 @@ class SessionBridge:
         except Exception as exc:  # an error response counts as reject_once (§6.10)
             log.info("requestPermission for %s answered with an error: %s", req.tool_use_id, exc)
             return ApprovalOutcome(option="reject_once")
-        return _outcome_of(result, req)
+        return outcome_of(result, req)
 
     async def _ask_fallback(self, conn: Connection, req: ApprovalRequest) -> ApprovalOutcome:
         from agentd.permissions.approver import ApprovalOutcome
@@ -211,36 +168,6 @@ class SessionBridge:
             log.info("showMessageRequest for %s answered with an error: %s", req.tool_use_id, exc)
             return ApprovalOutcome(option="reject_once")
         return _fallback_outcome(answer)
-
-
-def shown(text: str) -> str:
-    """One line of display text with bidi controls and invisible characters escaped (H20)."""
-    return visible(text, one_line=True)
-
-
-def _options(req: ApprovalRequest) -> list[dict[str, Any]]:
-    """The options the gate offers, names escaped (agentd.permissions.approver.offered_options)."""
-    from agentd.permissions.approver import offered_options
-
-    return offered_options(req)
-
-
-def _outcome_of(result: Any, req: ApprovalRequest) -> ApprovalOutcome:
-    """The answer to `requestPermission`: the option picked, if it was offered; anything else counts as
-    `reject_once` (§6.10)."""
-    from agentd.permissions.approver import ApprovalOutcome
-
-    outcome = result.get("outcome") if isinstance(result, dict) else None
-    if not isinstance(outcome, dict):
-        return ApprovalOutcome(option="reject_once")
-    if outcome.get("outcome") == "cancelled":
-        return ApprovalOutcome(option="cancelled", decided_by="cancel")
-    option = outcome.get("optionId")
-    reason = ((result.get("_meta") or {}).get("agentd") or {}).get("reason")
-    kind = next((o["kind"] for o in _options(req) if o["optionId"] == option), None)
-    if kind not in ("allow_once", "allow_always", "reject_once", "reject_always"):
-        return ApprovalOutcome(option="reject_once")
-    return ApprovalOutcome(option=kind, option_id=option, reason=reason if isinstance(reason, str) else None)
 
 
 def _fallback_outcome(answer: Any) -> ApprovalOutcome:

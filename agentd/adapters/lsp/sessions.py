@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agentd.adapters.common import DeferredProvider, list_page
 from agentd.adapters.lsp.bridge import SessionBridge
 from agentd.adapters.lsp.errors import RpcError, invalid_params
 from agentd.adapters.lsp.host import Connection, Hosted, inside
@@ -24,7 +25,6 @@ from agentd.protocol import session as ps
 
 log = logging.getLogger("agentd.lsp.sessions")
 M = TypeVar("M", bound=BaseModel)
-LIST_PAGE = 50
 
 
 def parse(model: type[M], method: str, raw: Any) -> M:
@@ -62,11 +62,9 @@ def _settings(conn: Connection, cwd: str) -> Any:
 
 
 def _provider(settings: Any) -> Any:
-    from agentd.providers.factory import make_provider
+    from agentd.providers.factory import provider_for
 
-    return make_provider(settings.provider, model=settings.model, base_url=settings.base_url,
-                         api_key_env=settings.api_key_env, scenario=settings.scenario,
-                         openai_options=settings.openai, retries=settings.retries)  # fmt: skip
+    return provider_for(settings)
 
 
 def hosted_of(conn: Connection, session_id: str) -> Hosted:
@@ -240,45 +238,14 @@ def list_sessions(conn: Connection, raw: Any) -> dict[str, Any]:
     else:
         metas = [m for m in index.list_sessions(conn.daemon.data_dir)
                  if isinstance(m.get("cwd"), str) and inside(os.path.realpath(m["cwd"]), conn.roots)]  # fmt: skip
-    start = (
-        int(params.cursor[1:])
-        if params.cursor and params.cursor[:1] == "o" and params.cursor[1:].isdigit()
-        else 0
-    )
-    page = metas[start : start + LIST_PAGE]
-    out: dict[str, Any] = {"sessions": [_listed(m) for m in page]}
-    if start + LIST_PAGE < len(metas):
-        out["nextCursor"] = f"o{start + LIST_PAGE}"
-    return out
-
-
-def _listed(meta: dict[str, Any]) -> dict[str, Any]:
-    holder = meta.get("lockedBy")
-    item: dict[str, Any] = {"sessionId": meta.get("id"), "cwd": meta.get("cwd")}
-    if meta.get("title") is not None:
-        item["title"] = meta["title"]
-    if meta.get("updatedAt") is not None:
-        item["updatedAt"] = meta["updatedAt"]
-    item["_meta"] = {"agentd": {"createdAt": meta.get("createdAt"), "model": meta.get("model"), "turns": meta.get("turns"),
-                                "lockedBy": {"pid": holder["pid"], "hostname": holder["hostname"]} if holder else None}}  # fmt: skip
-    return item
-
-
-class DeferredProvider:
-    """Stands in for the provider of a `--resume` session until a connection loads it with its own
-    configuration (no SDK is imported, and no key is needed, before the `initialize` response)."""
-
-    def __init__(self, settings: Any) -> None:
-        from agentd.providers.models import DEFAULT_MODELS
-
-        self.name = settings.provider
-        self.model = settings.model or DEFAULT_MODELS[settings.provider]
-
-    async def stream(self, request: Any, on_event: Any) -> Any:
-        raise RuntimeError("the --resume session has not been loaded by a client yet")
-
-    async def aclose(self) -> None:
-        return None
+    try:
+        return list_page(metas, params.cursor)
+    except ValueError as exc:
+        raise RpcError(
+            "InvalidParams",
+            f"agentd/session/list: cursor: {exc}",
+            errors=[{"loc": "cursor", "msg": str(exc)}],
+        ) from None
 
 
 def open_resume(daemon: Any, session_id: str) -> Any:

@@ -3,13 +3,14 @@
 Owns: `read_frames()` (the `Content-Length` reader, done here rather than by pygls: a length above 64 MiB or
 a missing one ends the connection without reading the body; a body that is not JSON gets `-32700`; a
 request nested too deeply to decode or handle gets `-32602` under its id, found by a flat scan, and any
-other message nested too deeply is logged and dropped), the frame writers, and `serve()`: stdio (default), a Unix socket
+other message nested too deeply is logged and dropped) and `serve()`: stdio (default), a Unix socket
 (mode 0600) or TCP on 127.0.0.1 with a token file, each connection with its own LanguageServer over the
 shared `Daemon`. On stdio, fd 1 is moved aside for frames and pointed at stderr, so nothing else can ever
 reach the client's stdout.
 
 Limits under load (issue 16), so that one client cannot stall or exhaust a daemon others use:
-- Writes never block the event loop: frames go to the connection's transport buffer. Past `HIGH_WATER`
+- Writes never block the event loop (the frame writers of `agentd.adapters.stdio`, which the ACP adapter
+  shares): frames go to the connection's transport buffer. Past `HIGH_WATER`
   buffered bytes, the connection's next frame is not read until the client has read its answers down to
   `LOW_WATER` (backpressure); a client that reads nothing for `STALL_S`, or lets `OUT_LIMIT` bytes pile up,
   is dropped (its sessions are cancelled and unlocked as on a disconnect).
@@ -28,19 +29,25 @@ import contextlib
 import json
 import logging
 import os
-import re
 import secrets
-import selectors
 import signal
 import socket
-import stat
-import sys
-import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agentd.adapters.lsp.errors import too_deep
 from agentd.adapters.lsp.front import Link
+from agentd.adapters.stdio import (  # noqa: F401 (re-exported for the tests)
+    HIGH_WATER,
+    BufferedWriter,
+    FdWriter,
+    FrameWriter,
+    envelope_of,
+    frames_fd,
+    stdin_reader,
+    stdout_writer,
+    tty_hint,
+)
 from agentd.errors import ConfigError
 from agentd.protocol import errors as perr
 
@@ -52,133 +59,10 @@ log = logging.getLogger("agentd.lsp.transport")
 MAX_BODY = 64 * 1024 * 1024
 HEADER_LIMIT = 64 * 1024
 PREAUTH_MAX_BODY = 1024 * 1024  # socket connections before a successful initialize
-HIGH_WATER = 4 * 1024 * 1024  # bytes waiting for the client: stop reading its frames
-LOW_WATER = 1024 * 1024  # ... until it has read down to this
-OUT_LIMIT = 32 * 1024 * 1024  # a client this far behind is dropped
-STALL_S = 120.0  # a client that reads nothing for this long while behind is dropped
 AUTH_DEADLINE_S = 10.0  # a socket connection must have initialized by then
 MAX_CONNECTIONS = 64  # initialized socket connections served at once
 MAX_PENDING = 64  # socket connections waiting for their initialize
 EOF, FATAL = "eof", "fatal"
-
-
-class FrameWriter(Protocol):
-    def write(self, data: bytes) -> None: ...
-
-    def close(self) -> None: ...
-
-    async def writable(self) -> bool: ...
-
-    async def flush(self, timeout: float) -> None: ...
-
-
-class FdWriter:
-    """Blocking writes of whole frames to a file descriptor the event loop cannot watch (stdout redirected
-    to a regular file): such writes do not wait for a reader."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-    async def writable(self) -> bool:
-        return True
-
-    async def flush(self, timeout: float) -> None:
-        return None
-
-
-class BufferedWriter:
-    """Frames to an asyncio stream, never blocking the loop, with the limits of the module docstring.
-
-    `write()` raises `BrokenPipeError` when the connection is closed or the client has fallen `OUT_LIMIT`
-    bytes behind (the caller drops it); `writable()` waits while more than `HIGH_WATER` bytes are buffered,
-    and answers False when the client read nothing for `STALL_S` (the caller drops it)."""
-
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
-        writer.transport.set_write_buffer_limits(high=HIGH_WATER, low=LOW_WATER)
-
-    def buffered(self) -> int:
-        return self.writer.transport.get_write_buffer_size()
-
-    def write(self, data: bytes) -> None:
-        if self.writer.is_closing():
-            raise BrokenPipeError("connection closed")
-        behind = self.buffered() > HIGH_WATER  # one big frame alone never drops a client that keeps up
-        self.writer.write(data)
-        if behind and self.buffered() > OUT_LIMIT:
-            log.warning(
-                "a client left %d bytes unread; dropping the connection (agentd buffers at most %d MiB)",
-                self.buffered(), OUT_LIMIT >> 20,
-            )  # fmt: skip
-            self.writer.transport.abort()
-            raise BrokenPipeError("the client does not read its messages")
-
-    def close(self) -> None:
-        self.writer.close()
-
-    async def writable(self) -> bool:
-        if self.buffered() <= HIGH_WATER:
-            return True
-        size = self.buffered()
-        while True:  # progress (any byte read) restarts the stall clock
-            try:
-                await asyncio.wait_for(self.writer.drain(), STALL_S)
-                return True
-            except TimeoutError:
-                if self.buffered() >= size:
-                    log.warning("a client read nothing for %.0f s; dropping the connection", STALL_S)
-                    self.writer.transport.abort()
-                    return False
-                size = self.buffered()
-            except (ConnectionError, RuntimeError):
-                return False
-
-    async def flush(self, timeout: float) -> None:
-        """Send what is buffered (at most `timeout` seconds), then close."""
-        self.writer.close()
-        with contextlib.suppress(TimeoutError, OSError, ConnectionError):
-            await asyncio.wait_for(self.writer.wait_closed(), timeout)
-
-
-class ThreadReader:
-    """A stdin reader for inputs the event loop cannot watch (/dev/null, regular files, a closed fd): a daemon
-    thread reads the fd with `os.read` (never the buffered `sys.stdin`, whose lock a blocked daemon thread would
-    hold at interpreter exit) and feeds the reader; end of input or a read error is fed as end of input."""
-
-    def __init__(self, fd: int) -> None:
-        self._reader = asyncio.StreamReader(limit=HEADER_LIMIT)
-        loop = asyncio.get_running_loop()
-
-        def pump() -> None:
-            try:
-                while True:
-                    try:
-                        chunk = os.read(fd, 65536)
-                    except InterruptedError:
-                        continue
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        loop.call_soon_threadsafe(self._reader.feed_eof)
-                        return
-                    loop.call_soon_threadsafe(self._reader.feed_data, chunk)
-            except RuntimeError:  # the loop is closed: the server has ended
-                return
-
-        threading.Thread(target=pump, name="agentd-stdin", daemon=True).start()
-
-    @property
-    def reader(self) -> asyncio.StreamReader:
-        return self._reader
 
 
 async def read_frames(
@@ -263,35 +147,6 @@ def _too_deep(link: Link, envelope: dict[str, Any]) -> None:
                         errors=[{"loc": "params", "msg": "nested too deeply"}])  # fmt: skip
 
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
-
-
-def envelope_of(text: str) -> dict[str, Any]:
-    """The top-level `id` and `method` of a JSON object too deep for `json.loads`, found without recursion:
-    a scan of strings and brackets, decoding only the two members' (flat) values. `{}` if there are none."""
-    out: dict[str, Any] = {}
-    depth, key = 0, None
-    decoder = json.JSONDecoder()
-    for m in _TOKEN.finditer(text):
-        tok = m.group()
-        if tok in "[{":
-            depth += 1
-        elif tok in "]}":
-            depth -= 1
-        elif depth == 1 and tok == ":" and isinstance(key, str) and key in ("id", "method"):
-            start = len(text) - len(text[m.end() :].lstrip())
-            if text[start : start + 1] not in ("[", "{"):
-                with contextlib.suppress(ValueError):
-                    out[key] = decoder.raw_decode(text, start)[0]
-        key = None
-        if depth == 1 and tok.startswith('"'):
-            with contextlib.suppress(ValueError):
-                key = json.loads(tok)
-        if len(out) == 2:
-            break
-    return out
-
-
 def _route_pygls_logs() -> None:
     """pygls logs what agentd already answers (bad params, unknown notifications) with tracebacks: its
     records go where agentd's go, and only in a debug log (`-vv`, `--log-file`)."""
@@ -311,106 +166,15 @@ TTY_HINT = (
 )
 
 
-def _tty_hint() -> None:
-    """Started by hand in a terminal (stdin is a tty): say on stderr what this mode is, since it waits silently
-    for LSP frames. Never on stdout, which carries frames only (§3.4)."""
-    try:
-        interactive = sys.stdin is not None and os.isatty(sys.stdin.fileno())
-    except (OSError, ValueError):
-        interactive = False
-    if interactive:
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.write(TTY_HINT)
-            sys.stderr.flush()
-
-
-def _frames_fd() -> int:
-    """Move the real stdout aside for frames; fd 1 and sys.stdout then write to stderr (§3.4)."""
-    sys.stdout.flush()
-    fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return fd
-
-
-def _pollable(fd: int, events: int = selectors.EVENT_READ) -> bool:
-    """True if the event loop can watch `fd` (a pipe, a socket, a terminal). False for what epoll refuses
-    (/dev/null and other character devices: EPERM; regular files) and for a closed fd; those are read by a
-    thread instead. Probed with a throwaway selector of the loop's kind, because `connect_read_pipe` accepts
-    any character device and only fails later, inside the loop, where the error cannot be caught."""
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
-        return False
-    probe = selectors.DefaultSelector()
-    try:
-        probe.register(fd, events)
-    except (OSError, ValueError):
-        return False
-    finally:
-        probe.close()
-    return True
-
-
-async def _stdin_reader() -> asyncio.StreamReader:
-    """A reader of fd 0: through the event loop when it can watch it, else through a `ThreadReader`."""
-    stdin = sys.stdin
-    reader = asyncio.StreamReader(limit=HEADER_LIMIT)
-    try:
-        fd = stdin.fileno()
-    except (AttributeError, OSError, ValueError):  # started with fd 0 closed (`agentd <&-`): no input at all
-        reader.feed_eof()
-        return reader
-    if not _pollable(fd):
-        return ThreadReader(fd).reader
-    loop = asyncio.get_running_loop()
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin.buffer)
-        return reader
-    except (ValueError, OSError):
-        return ThreadReader(fd).reader
-
-
-class _PipeProtocol(asyncio.streams.FlowControlMixin):
-    """Flow control for the stdout pipe, with the close waiter `StreamWriter.wait_closed()` needs."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        if not self._closed.done():
-            self._closed.set_result(None)
-
-    def _get_close_waiter(self, stream: asyncio.StreamWriter) -> asyncio.Future[None]:
-        return self._closed
-
-
-async def _stdout_writer(fd: int) -> FrameWriter:
-    """A non-blocking writer of the frames fd when the loop can watch it (a pipe, a socket), else `FdWriter`."""
-    if not _pollable(fd, selectors.EVENT_WRITE):
-        return FdWriter(fd)
-    loop = asyncio.get_running_loop()
-    try:
-        pipe = os.fdopen(fd, "wb", buffering=0, closefd=True)
-        transport, protocol = await loop.connect_write_pipe(_PipeProtocol, pipe)
-    except (OSError, ValueError):
-        return FdWriter(fd)
-    return BufferedWriter(asyncio.StreamWriter(transport, protocol, None, loop))
-
-
 async def _serve_stdio(daemon: Daemon, fd: int) -> int:
-    writer = await _stdout_writer(fd)
+    writer = await stdout_writer(fd)
     link = Link(daemon, writer)
     conn = link.conn
     closed = asyncio.Event()
     conn.on_close = lambda _code: closed.set()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, conn.lost)
-    reader = await _stdin_reader()
+    reader = await stdin_reader(HEADER_LIMIT)
     reading = asyncio.ensure_future(read_frames(reader, link, writer))
     waiting = asyncio.ensure_future(closed.wait())
     await asyncio.wait({reading, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -623,8 +387,8 @@ def serve(daemon: Daemon, *, socket_path: str | None = None, port: int | None = 
     """Run the LSP adapter until the client exits (stdio) or SIGTERM / idle (sockets); the exit code."""
     _route_pygls_logs()
     if socket_path is None and port is None:
-        _tty_hint()
-        fd = _frames_fd()
+        tty_hint(TTY_HINT)
+        fd = frames_fd()
         return asyncio.run(_serve_stdio(daemon, fd))
     if port is not None:  # the token is checked from the first connection on; its file is written after bind
         daemon.tcp_token = secrets.token_urlsafe(32)

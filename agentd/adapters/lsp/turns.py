@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Any
 
+from agentd.adapters import common
 from agentd.adapters.lsp.errors import RpcError
 from agentd.adapters.lsp.host import Connection, Hosted
 from agentd.adapters.lsp.progress import TurnProgress
@@ -27,43 +28,15 @@ def _busy(sid: str) -> RpcError:
                     sessionId=sid)  # fmt: skip
 
 
-def _bad_block(msg: str, loc: str) -> RpcError:
-    return RpcError("InvalidParams", f"agentd/session/prompt: {msg}", errors=[{"loc": loc, "msg": msg}])
-
-
 def model_blocks(blocks: list[Any], images: bool) -> list[dict[str, Any]]:
-    """Prompt content blocks (§6.4) as Messages API blocks; -32602 for audio, blobs, unsupported images."""
-    out: list[dict[str, Any]] = []
-    for i, b in enumerate(blocks):
-        loc = f"prompt.{i}"
-        if isinstance(b, ps.TextBlock):
-            if b.text:
-                out.append({"type": "text", "text": b.text})
-        elif isinstance(b, ps.ResourceLinkBlock):
-            out.append(
-                {
-                    "type": "text",
-                    "text": f"[Linked file: {b.name} ({b.uri}); read it with read_file if needed]",
-                }
-            )
-        elif isinstance(b, ps.ResourceBlock):
-            if b.resource.text is None:
-                raise _bad_block(
-                    "binary resource blobs are not supported; send the text or a resource_link", loc
-                )
-            fence = "````" if "```" in b.resource.text else "```"
-            out.append({"type": "text", "text": f"{b.resource.uri}\n{fence}\n{b.resource.text}\n{fence}"})
-        elif isinstance(b, ps.ImageBlock):
-            if not images:
-                raise _bad_block("the model takes no images; send text instead", loc)
-            out.append(
-                {"type": "image", "source": {"type": "base64", "media_type": b.mime_type, "data": b.data}}
-            )
-        else:
-            raise _bad_block("audio prompts are not supported; send text instead", loc)
-    if not out:
-        raise _bad_block("the prompt has no content; send at least one non-empty text block", "prompt")
-    return out
+    """Prompt content blocks (§6.4) as Messages API blocks (agentd.adapters.common); -32602 for audio, blobs,
+    unsupported images, an empty prompt."""
+    try:
+        return common.model_blocks(blocks, images)
+    except common.BadPrompt as exc:
+        raise RpcError(
+            "InvalidParams", f"agentd/session/prompt: {exc}", errors=[{"loc": exc.loc, "msg": str(exc)}]
+        ) from None
 
 
 def _totals(h: Hosted) -> tuple[int, int, int, int, int]:
