@@ -71,8 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--socket", metavar="PATH", help="LSP on a Unix domain socket (mode 0600)")
     mode.add_argument("--tcp", metavar="PORT", type=int, help="LSP on 127.0.0.1:PORT with a token")
     mode.add_argument(
-        "--acp", action="store_true", help=argparse.SUPPRESS
-    )  # hidden until the ACP adapter exists
+        "--acp",
+        action="store_true",
+        help="Agent Client Protocol over stdin/stdout (Zed, JetBrains, CodeCompanion, avante; docs/acp.md)",
+    )
     p.add_argument(
         "--exit-when-idle",
         metavar="SECONDS",
@@ -437,7 +439,8 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """The LSP adapter (PROTOCOL.md §3.1, §3.2): stdio by default, or `--socket PATH` / `--tcp PORT`.
+    """The LSP adapter (PROTOCOL.md §3.1, §3.2): stdio by default, or `--socket PATH` / `--tcp PORT`; with
+    `--acp`, the ACP adapter (§3.3).
     With `--resume ID` the session is replayed, validated and locked before stdin is read (exit 3, 4, 5).
     A data dir agentd cannot write is reported in the answer to `initialize` (H12), not by a silent exit.
     On a terminal, without a server mode, the interactive client instead (`_chat`)."""
@@ -451,10 +454,9 @@ def _serve(args: argparse.Namespace) -> int:
             "gives its workspace folders in initialize"
         )
     if args.acp:
-        raise UsageError(
-            "--acp: the ACP adapter is not available in this build yet; start the LSP adapter instead "
-            "(`agentd` or `agentd --stdio`)"
-        )
+        if args.exit_when_idle is not None:
+            raise UsageError("--exit-when-idle needs --socket PATH or --tcp PORT, not --acp")
+        return _serve_acp(args)
     if args.exit_when_idle is not None and args.socket is None and args.tcp is None:
         raise UsageError("--exit-when-idle needs --socket PATH or --tcp PORT")
     if args.tcp is not None and not 0 < args.tcp < 65536:
@@ -479,6 +481,32 @@ def _serve(args: argparse.Namespace) -> int:
 
         daemon.resume = open_resume(daemon, args.resume)
     return serve(daemon, socket_path=args.socket, port=args.tcp, idle_s=args.exit_when_idle)
+
+
+def _serve_acp(args: argparse.Namespace) -> int:
+    """The ACP adapter (PROTOCOL.md §3.3, §4.5; docs/acp.md). Needs the `agentd[acp]` extra."""
+    try:
+        from agentd.adapters.acp.serve import serve
+    except ImportError as exc:
+        if exc.name is None or not exc.name.startswith("acp"):
+            raise
+        raise UsageError(
+            "--acp needs the Agent Client Protocol SDK: pip install 'agentd-daemon[acp]' (in agentd's venv: "
+            ".venv/bin/pip install -e '.[acp]')"
+        ) from None
+    from agentd.persistence.paths import DataDir
+
+    if args.log_file:
+        import logging
+
+        logging.getLogger("agentd").setLevel(logging.DEBUG)
+    try:
+        dd, error = data_dir(args.data_dir), None
+    except ConfigError as exc:
+        if args.resume:
+            raise
+        dd, error = DataDir(os.devnull), exc.message  # every initialize is answered with the reason (H12)
+    return serve(dd, data_dir_error=error, resume=args.resume or None)
 
 
 def _workspace(raw: str) -> Path:

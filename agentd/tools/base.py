@@ -37,7 +37,10 @@ class StrictInput(BaseModel):
 
 
 class DocumentOverlay(Protocol):
-    """Open editor buffers (LSP adapter, PROTOCOL.md §8). Optional; `None` in the CLI."""
+    """Open editor buffers (LSP adapter, PROTOCOL.md §8; ACP adapter, §4.5). Optional; `None` in the CLI.
+    An overlay that must ask the editor for a file's text (ACP `fs/read_text_file`) also defines
+    `async fetch_text(path) -> str | None`, which the file tools await instead of `read_text`
+    (`agentd.tools.fs.editor_buffer`)."""
 
     def read_text(self, path: Path) -> str | None:
         """The unsaved text of `path` if it is open in the editor, else None."""
@@ -49,7 +52,8 @@ class DocumentOverlay(Protocol):
 
 
 class EditorBridge(Protocol):
-    """Edits through the editor (LSP adapter, PROTOCOL.md §8.2). Optional; `None` in the CLI."""
+    """Edits through the editor (LSP `workspace/applyEdit`, PROTOCOL.md §8.2; ACP `fs/write_text_file`, §4.5).
+    Optional; `None` in the CLI."""
 
     async def apply_edit(
         self, path: Path, old_text: str | None, new_text: str, label: str = ""

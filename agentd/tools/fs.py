@@ -42,8 +42,14 @@ def os_error(raw: str, exc: OSError) -> ToolOutput:
     return ToolOutput(content=text, is_error=True)
 
 
-def editor_buffer(ctx: ToolContext, real: Path) -> str | None:
-    return ctx.documents.read_text(real) if ctx.documents is not None else None
+async def editor_buffer(ctx: ToolContext, real: Path) -> str | None:
+    """The editor's text of `real` (an open buffer), or None to read the disk: `fetch_text` when the overlay
+    must ask the editor (ACP `fs/read_text_file`), else its `read_text`."""
+    docs = ctx.documents
+    if docs is None:
+        return None
+    fetch = getattr(docs, "fetch_text", None)
+    return await fetch(real) if fetch is not None else docs.read_text(real)
 
 
 class NotText(Exception):
@@ -145,7 +151,7 @@ class ReadFile(PathTool):
         real = resolve_in_workspace(args.path, ctx.workspace, for_write=False)
         offset, cap = args.offset or 1, ctx.read_max_bytes
         try:
-            source, sniff, (kept, total, file_lines) = _scan(args.path, real, ctx, offset, args.limit)
+            source, sniff, (kept, total, file_lines) = await _scan(args.path, real, ctx, offset, args.limit)
         except OSError as exc:
             return os_error(args.path, exc)
         body = _cut(kept, cap) if total > cap else kept
@@ -175,11 +181,11 @@ class ReadFile(PathTool):
         )
 
 
-def _scan(
+async def _scan(
     raw: str, real: Path, ctx: ToolContext, offset: int, limit: int | None
 ) -> tuple[str, bytes, tuple[bytes, int, int]]:
     """(source "buffer"|"disk", the first 8 KiB for the NUL sniff, `_window(...)`)."""
-    buf = editor_buffer(ctx, real)
+    buf = await editor_buffer(ctx, real)
     if buf is not None:
         data = buf.encode("utf-8", "surrogatepass")
         window = _window(io.BytesIO(data), len(data), offset, limit, ctx.read_max_bytes)

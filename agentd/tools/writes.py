@@ -45,11 +45,11 @@ def _split_lines(text: str) -> list[str]:
     return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-def _load_text(raw: str, ctx: ToolContext) -> tuple[Path, Loaded | None]:
+async def _load_text(raw: str, ctx: ToolContext) -> tuple[Path, Loaded | None]:
     """(real path, current text and BOM, or None if the file does not exist) for a write; the editor's
     buffer wins over the disk."""
     real = resolve_in_workspace(raw, ctx.workspace, for_write=True)
-    buf = editor_buffer(ctx, real)
+    buf = await editor_buffer(ctx, real)
     if buf is not None:
         return real, Loaded(buf)
     try:
@@ -131,14 +131,14 @@ def _planned(plan: tuple[Loaded, int, int] | str) -> tuple[Loaded, int, int]:
     return plan
 
 
-def _diff_preview(
+async def _diff_preview(
     verb: str, raw: str, ctx: ToolContext, new_of: Callable[[Loaded | None], Loaded]
 ) -> Preview:
     """The approval preview of a write (CONTRACTS.md §5): path and unified diff, or why there is none."""
     real = resolve_in_workspace(raw, ctx.workspace, for_write=True)
     rel = display_path(real, ctx.workspace)
     try:
-        _, loaded = _load_text(raw, ctx)
+        _, loaded = await _load_text(raw, ctx)
         old = loaded.text if loaded is not None else None
         new = new_of(loaded).text
     except (OSError, NotText):
@@ -166,11 +166,11 @@ class WriteFile(PathTool):
     verb, for_write = "Write", True
 
     async def preview(self, args: Any, ctx: ToolContext) -> Preview:
-        return _diff_preview("Write", args.path, ctx, lambda old: conform(args.content, old))
+        return await _diff_preview("Write", args.path, ctx, lambda old: conform(args.content, old))
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         try:
-            real, old = _load_text(args.path, ctx)
+            real, old = await _load_text(args.path, ctx)
             existed = old is not None
         except NotText:
             real, old, existed = resolve_in_workspace(args.path, ctx.workspace, for_write=True), None, True
@@ -254,11 +254,13 @@ class EditFile(PathTool):
     verb, for_write = "Edit", True
 
     async def preview(self, args: Any, ctx: ToolContext) -> Preview:
-        return _diff_preview("Edit", args.path, ctx, lambda old: _planned(plan_edit(args.path, old, args))[0])
+        return await _diff_preview(
+            "Edit", args.path, ctx, lambda old: _planned(plan_edit(args.path, old, args))[0]
+        )
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         try:
-            real, old = _load_text(args.path, ctx)
+            real, old = await _load_text(args.path, ctx)
         except NotText:
             return not_text(args.path, "edit_file")
         except OSError as exc:

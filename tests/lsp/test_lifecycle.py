@@ -1,6 +1,6 @@
 """The LSP lifecycle and the command line of the server modes (PROTOCOL.md §3.1, §3.2, §4.2-§4.4):
 the `initialize` result, option warnings, `--resume` (exit 3, 4, 5 before stdin is read; the announced
-session), `--acp`, and a Unix socket serving two connections over one core."""
+session), `--acp` with an LSP-only flag, and a Unix socket serving two connections over one core."""
 
 from __future__ import annotations
 
@@ -107,9 +107,11 @@ async def test_resume_exit_codes_and_the_announced_session(
     assert err == (f"agentd: Session sess_nope is not in the data dir ({data_dir}); run agentd sessions list to see "
                    "sessions, or start a new session.\n")  # fmt: skip
     assert (await _run(env, "--resume"))[0] == 2
-    code, err, _ = await _run(env, "--acp")
-    assert (code, err.splitlines()[-1]) == (2, "agentd: --acp: the ACP adapter is not available in this build yet; "
-                                               "start the LSP adapter instead (`agentd` or `agentd --stdio`)")  # fmt: skip
+    code, err, _ = await _run(env, "--acp", "--exit-when-idle", "5")
+    assert (code, err.splitlines()[-1]) == (
+        2,
+        "agentd: --exit-when-idle needs --socket PATH or --tcp PORT, not --acp",
+    )
 
     holder = await daemons(client_name, env, [workspace])
     sid = await holder.new(workspace)

@@ -1,0 +1,285 @@
+"""The ACP adapter's session methods and what an editor sees (PROTOCOL.md §4.5, §6, §11; docs/acp.md):
+modes, resume, close, the `_agentd/session/*` extensions, slash commands, the prompt's content blocks, the
+command-prefix option, a cancelled approval, H20 escaping, client write errors, MCP servers given by the
+client, missing credentials, a session another process holds, and unknown sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError, resource_link_block, text_block
+from acp.schema import EmbeddedResourceContentBlock, McpServerStdio, SseMcpServer, TextResourceContents
+
+from agentd.testing.emulator import Emulator
+from tests.acp.harness import ROOT, agent_env, start
+
+REPLY = {"reply": [{"text": "ok"}], "stop_reason": "end_turn"}
+
+
+def _call(name: str, **inp: Any) -> dict[str, Any]:
+    return {"reply": [{"tool_use": {"name": name, "input": inp}}], "stop_reason": "tool_use"}
+
+
+async def _error(coro: Any) -> RequestError:
+    with pytest.raises(RequestError) as info:
+        await asyncio.wait_for(coro, 20)
+    return info.value
+
+
+async def test_modes_resume_close_extensions_and_slash_commands(
+    emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    emulator.script({"answers": [_call("write_file", path="a.md", content="A\n"), REPLY, REPLY, REPLY]})
+    a = await start(agent_env(data_dir, emulator.url), tmp_path / "agent.err")
+    new = await a.call(a.conn.new_session(cwd=str(workspace), mcp_servers=[]))
+    sid = new.session_id
+    assert [m.id for m in new.modes.available_modes] == ["default", "acceptEdits", "readOnly", "auto"]
+    await a.call(a.conn.set_session_mode(session_id=sid, mode_id="acceptEdits"))
+    assert a.editor.of(sid, "current_mode_update") == [
+        {"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}
+    ]
+    assert await a.prompt(sid, "Write a.md") == "end_turn"
+    assert (
+        a.editor.permissions == [] and (workspace / "a.md").read_text() == "A\n"
+    )  # acceptEdits: no question
+    bad = await _error(a.conn.set_session_mode(session_id=sid, mode_id="yolo"))
+    assert (bad.code, bad.data["name"]) == (-32602, "InvalidParams")
+    assert [o.current_value for o in new.config_options] == ["default"]  # the mode as a config option too
+    opts = await a.call(a.conn.set_config_option(config_id="mode", session_id=sid, value="readOnly"))
+    assert [o.current_value for o in opts.config_options] == ["readOnly"]
+    assert a.editor.of(sid, "config_option_update")[-1]["configOptions"][0]["currentValue"] == "readOnly"
+    await a.call(a.conn.set_config_option(config_id="mode", session_id=sid, value="acceptEdits"))
+    nope = await _error(a.conn.set_config_option(config_id="model", session_id=sid, value="x"))
+    assert (nope.code, nope.data["name"]) == (-32602, "InvalidParams")
+
+    status = await a.call(a.conn.ext_method("agentd/session/status", {"sessionId": sid}))
+    assert (status["sessionId"], status["mode"], status["totals"]["requests"]) == (sid, "acceptEdits", 2)
+    todos = await a.call(a.conn.ext_method("agentd/session/todos", {"sessionId": sid}))
+    assert todos == {"todos": [], "snapshot": '{"todos":[]}'}
+    compact = await a.call(a.conn.ext_method("agentd/session/compact", {"sessionId": sid}))
+    assert compact == {"compacted": False, "reason": "too_short"}
+    unknown = await _error(a.conn.ext_method("agentd/session/nope", {"sessionId": sid}))
+    assert (unknown.code, unknown.data["name"]) == (-32601, "MethodNotFound")
+
+    before = len(emulator.journal)
+    assert await a.prompt(sid, "/status") == "end_turn"
+    assert await a.prompt(sid, "/compact") == "end_turn"
+    assert len(emulator.journal) == before  # slash commands make no model request
+    said = [u["content"]["text"] for u in a.editor.of(sid, "agent_message_chunk")][-2:]
+    assert said[0].startswith("Model: claude-sonnet-4-6 (anthropic), mode acceptEdits, 1 turns.")
+    assert said[1] == "Nothing to compress yet: the history is too short."
+    assert await a.prompt(sid, "/nope is not a command") == "end_turn"  # goes to the model
+    assert emulator.journal[-1]["body"]["messages"][-1]["content"][0]["text"] == "/nope is not a command"
+
+    assert await a.call(a.conn.close_session(session_id=sid)) is not None
+    gone = await _error(a.conn.prompt(session_id=sid, prompt=[text_block("hello?")]))
+    assert (gone.code, gone.data["name"]) == (-32011, "SessionNotLoaded")
+    before_updates = len(a.editor.updates)
+    resumed = await a.call(a.conn.resume_session(session_id=sid, cwd=str(workspace)))
+    assert resumed.modes.current_mode_id == "acceptEdits"
+    await a.editor.expect(lambda e: len(e.updates) > before_updates, "the slash commands after resume")
+    assert [p["update"]["sessionUpdate"] for p in a.editor.updates[before_updates:]] == [
+        "available_commands_update"
+    ]
+    assert await a.prompt(sid, "Still there?") == "end_turn"
+    assert await a.close() == 0
+
+
+async def test_prompt_blocks_prefix_option_cancelled_approval_and_escaped_texts(
+    emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """PROTOCOL.md §6.4 (resource links, embedded resources), §6.10 (the command-prefix option maps to an ACP
+    `allow_always` option; a `cancelled` outcome cancels the turn), H20 (approval texts escaped)."""
+    emulator.script({"answers": [
+        REPLY,
+        _call("run_command", command="npm test"),
+        _call("run_command", command="npm test -- --watch=false"),
+        REPLY,
+        _call("run_command", command="echo \u202eevil"),
+    ]})  # fmt: skip
+    a = await start(agent_env(data_dir, emulator.url), tmp_path / "agent.err")
+    sid = await a.new(workspace)
+    prompt = [
+        text_block("Look at these."),
+        resource_link_block(name="b.py", uri=(workspace / "b.py").as_uri()),
+        EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
+            uri=(workspace / "c.py").as_uri(), text="print('c')\n", mime_type="text/x-python")),
+    ]  # fmt: skip
+    assert (await a.call(a.conn.prompt(session_id=sid, prompt=prompt))).stop_reason == "end_turn"
+    texts = [b["text"] for b in emulator.journal[0]["body"]["messages"][0]["content"]]
+    assert (
+        texts[1] == f"[Linked file: b.py ({(workspace / 'b.py').as_uri()}); read it with read_file if needed]"
+    )
+    assert texts[2] == f"{(workspace / 'c.py').as_uri()}\n```\nprint('c')\n\n```"
+
+    a.editor.answers = ["allow_always_prefix"]
+    assert await a.prompt(sid, "Run the tests twice") == "end_turn"
+    asked = a.editor.permissions[0]
+    always = [o for o in asked["options"] if o["kind"] == "allow_always"]
+    assert always == [
+        {
+            "optionId": "allow_always_prefix",
+            "name": "Always allow `npm test` commands in this session",
+            "kind": "allow_always",
+            "_meta": {"agentd": {"rule": "run_command(npm test)", "prefix": "npm test"}},
+        }
+    ]
+    assert len(a.editor.permissions) == 1  # the second `npm test ...` was allowed by the new rule
+
+    a.editor.answers = ["cancelled"]
+    assert await a.prompt(sid, "Say evil") == "cancelled"
+    evil = a.editor.permissions[-1]
+    assert evil["toolCall"]["title"] == "Run `echo \\u202eevil`"
+    assert "\u202e" not in json.dumps(evil["toolCall"]["content"], ensure_ascii=False)
+    assert evil["toolCall"]["rawInput"]["command"] == "echo \u202eevil"  # exact, for the client to escape
+    last = a.editor.of(sid, "tool_call_update")[-1]
+    assert (last["status"], last["_meta"]["agentd"]["cancelled"]) == ("failed", True)
+    assert await a.close() == 0
+
+
+async def test_client_write_errors_and_mcp_servers_from_the_client(
+    emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """fs/write_text_file answered with an error fails the call with the client's reason (nothing written
+    behind the editor's back); `mcpServers` of session/new are started and their tools used; an SSE server,
+    which agentd cannot run, is a warning the user sees."""
+    emulator.script({"answers": [
+        _call("write_file", path="locked.md", content="no\n"),
+        {**REPLY, "expect": {"tool_result_for": "toolu_emu_1_1", "is_error": True}},
+        _call("mcp__demo__echo", text="hello from mcp"),
+        {**REPLY, "expect": {"tool_result_for": "toolu_emu_3_1", "is_error": False, "content": "hello from mcp"}},
+    ]})  # fmt: skip
+    a = await start(agent_env(data_dir, emulator.url), tmp_path / "agent.err")
+
+    a.editor.write_error = RequestError(
+        -32603, "the buffer is read-only", {"details": "E21: Cannot make changes"}
+    )
+    a.editor.answers = ["allow_once", "allow_once"]
+    demo = McpServerStdio(name="demo", command=sys.executable, args=["-m", "tests.mcp_servers.demo"],
+                          env=[{"name": "PYTHONPATH", "value": str(ROOT)}])  # fmt: skip
+    sse = SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[])
+    new = await a.call(a.conn.new_session(cwd=str(workspace), mcp_servers=[demo, sse]), 60)
+    sid = new.session_id
+    assert new.field_meta["agentd"]["warnings"][0].startswith("MCP server 'old' (sse) was not started")
+    await a.editor.expect(lambda e: len(e.of(sid, "agent_message_chunk")) == 1, "the warning")
+    assert a.editor.of(sid, "agent_message_chunk")[0]["content"]["text"].startswith(
+        "agentd: MCP server 'old' (sse)"
+    )
+    assert await a.prompt(sid, "Write locked.md") == "end_turn"
+    failed = next(u for u in a.editor.of(sid, "tool_call_update") if u.get("status") == "failed")
+    assert "E21: Cannot make changes" in failed["content"][0]["content"]["text"]
+    assert not (workspace / "locked.md").exists()
+    assert await a.prompt(sid, "Echo through MCP") == "end_turn"
+    assert "mcp__demo__echo" in [t["name"] for t in emulator.journal[-1]["body"]["tools"]]
+    assert await a.close() == 0
+
+
+async def test_credentials_locks_and_unknown_sessions(
+    emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """No key: session/new answers -32000 (ACP's authentication required) and `authenticate` says so again; a
+    session another live agentd holds: -32012 with its pid; an unknown session: -32002; a load with another
+    cwd: -32602."""
+    env = agent_env(data_dir, emulator.url)
+    a = await start(env, tmp_path / "a.err")
+    sid = await a.new(workspace)
+    nokey = {k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"}
+    b = await start(nokey, tmp_path / "b.err")
+    assert b.init.auth_methods[0].id == "agentd-env"
+    auth = await _error(b.conn.new_session(cwd=str(workspace), mcp_servers=[]))
+    assert (auth.code, auth.data["name"], auth.data["reason"]) == (
+        -32000,
+        "ProviderError",
+        "missing_credentials",
+    )
+    assert "ANTHROPIC_API_KEY" in str(auth)
+    again = await _error(b.conn.authenticate(method_id="agentd-env"))
+    assert again.code == -32000
+    await b.close()
+
+    c = await start(env, tmp_path / "c.err")
+    locked = await _error(c.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[]))
+    assert (locked.code, locked.data["name"], locked.data["pid"]) == (-32012, "SessionLocked", a.proc.pid)
+    missing = await _error(c.conn.load_session(cwd=str(workspace), session_id="sess_nope", mcp_servers=[]))
+    assert (missing.code, missing.data["name"]) == (-32002, "SessionNotFound")
+    assert await a.close() == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    wrong = await _error(c.conn.load_session(cwd=str(other), session_id=sid, mcp_servers=[]))
+    assert (wrong.code, wrong.data["name"]) == (-32602, "InvalidParams")
+    assert str(workspace.resolve()) in str(wrong)
+    relative = await _error(c.conn.new_session(cwd="ws", mcp_servers=[]))
+    assert relative.code == -32602 and "absolute" in str(relative)
+    await c.call(c.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[]))  # free now
+    assert await c.close() == 0
+
+
+async def test_an_unanswered_approval_times_out_and_is_withdrawn(
+    emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """PROTOCOL.md §6.10: no answer within `permissions.approval_timeout_s` denies the call (decidedBy
+    `timeout`) and withdraws the question with `$/cancel_request`; the late answer is ignored. §12.2:
+    `$/cancel_request` naming a pending prompt is a turn cancel (the prompt answers `cancelled`)."""
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "config.toml").write_text("[permissions]\napproval_timeout_s = 1\n")
+    emulator.script({"answers": [
+        _call("write_file", path="late.md", content="late\n"),
+        {**REPLY, "expect": {"tool_result_for": "toolu_emu_1_1", "is_error": True}},
+        {"reply": [{"text": "Thinking for a long time."}], "stop_reason": "end_turn", "hold_after_events": 3,
+         "gate": "slow"},
+    ]})  # fmt: skip
+    a = await start(agent_env(data_dir, emulator.url, AGENTD_CONFIG_DIR=str(config)), tmp_path / "agent.err")
+    a.editor.hold = asyncio.Event()
+    a.editor.answers = ["allow_once"]
+    sid = await a.new(workspace)
+    assert await a.prompt(sid, "Write late.md") == "end_turn"
+    asked = a.editor.permissions[0]
+    assert asked["_meta"]["agentd"]["timeoutS"] == 1
+    withdrawn = [m for m in a.editor.others if m["method"] == "$/cancel_request"]
+    assert len(withdrawn) == 1 and isinstance(withdrawn[0]["params"]["requestId"], int)
+    final = a.editor.of(sid, "tool_call_update")[-1]
+    assert (final["status"], final["_meta"]["agentd"]["decidedBy"]) == ("failed", "timeout")
+    a.editor.hold.set()  # the late answer is ignored
+    assert not (workspace / "late.md").exists()
+
+    request_id = a.conn._conn._next_request_id
+    slow = asyncio.ensure_future(a.prompt(sid, "Think slowly."))
+    assert await emulator.wait_reached_async("slow", 15)
+    await a.conn._conn.send_notification("$/cancel_request", {"requestId": request_id})
+    assert await asyncio.wait_for(slow, 5) == "cancelled"
+    assert await a.close() == 0
+
+
+async def test_resume_flag_checks_locks_and_announces_the_session(
+    emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """PROTOCOL.md §3.1, §4.5: `agentd --acp --resume ID` exits 3 for an unknown session and 4 for one another
+    live process holds, before reading stdin; otherwise it announces the session in `_meta.agentd.resume`,
+    and a `session/load` of it works."""
+    env = agent_env(data_dir, emulator.url)
+
+    async def run(*args: str) -> tuple[int, bytes, bytes]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agentd", "--acp", *args, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, cwd=str(ROOT),
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), 20)
+        return proc.returncode or 0, out, err
+
+    code, out, err = await run("--resume", "sess_nope")
+    assert (code, out) == (3, b"") and b"agentd sessions list" in err
+    a = await start(env, tmp_path / "a.err")
+    sid = await a.new(workspace)
+    code, out, err = await run("--resume", sid)
+    assert (code, out) == (4, b"") and f"pid {a.proc.pid}".encode() in err
+    assert await a.close() == 0
+    b = await start(env, tmp_path / "b.err", args=("--resume", sid))
+    assert b.init.field_meta["agentd"]["resume"] == {"sessionId": sid, "cwd": str(workspace.resolve())}
+    await b.call(b.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[]))
+    assert await b.close() == 0
