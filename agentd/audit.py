@@ -224,6 +224,29 @@ class AuditLog:
             fsync_dir(self.path.parent)
         return entry
 
+    def copy(self, entries: Iterable[Mapping[str, Any]], session_id: str, *, forked_from: str) -> None:
+        """Append records read from another session's audit log (a fork, issue 13) to this one's chain:
+        each keeps its body, gets this log's `seq` and `prev`, `sessionId` = `session_id` and
+        `forkedFrom` = the source session. One write and one fsync."""
+        ensure_dir(self.path.parent)
+        fd, created = self._open()
+        try:
+            seq, prev = self._chain_tail(fd)
+            lines = []
+            for e in entries:
+                body = {k: v for k, v in e.items() if k not in ("v", "seq", "prev", "sessionId", "forkedFrom")}
+                entry = {"v": AUDIT_VERSION, "seq": seq, "prev": prev, **body, "sessionId": session_id,
+                         "forkedFrom": forked_from}  # fmt: skip
+                line = encode_line(entry)
+                lines.append(line)
+                seq, prev = seq + 1, line_hash(line.rstrip(b"\n"))
+            write_all(fd, b"".join(lines))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(self.path.parent)
+
     def _input_fields(self, tool_name: str, redacted: Any) -> dict[str, Any]:
         fields: dict[str, Any] = {}
         data = canonical_json(redacted)

@@ -69,6 +69,13 @@ class StoreSettings(_Section):
     blob_min_bytes: int = Field(262144, gt=0, alias="blobMinBytes")
 
 
+class CheckpointSettings(_Section):
+    """`[checkpoints]` (issue 13; docs/checkpoints.md): the workspace before each prompt and `run_command`."""
+
+    enabled: bool = True
+    max_file_bytes: int = Field(10 * 1024 * 1024, gt=0, alias="maxFileBytes")
+
+
 class RuleSetting(_Section):
     """`{tool, action, network?}`: `tool` is a tool name or `tool(pattern)` (agentd.permissions.rules)."""
 
@@ -198,6 +205,7 @@ class Settings(_Section):
     todos: TodoSettings = Field(default_factory=TodoSettings)  # type: ignore[arg-type]
     tools: ToolSettings = Field(default_factory=ToolSettings)  # type: ignore[arg-type]
     store: StoreSettings = Field(default_factory=StoreSettings)  # type: ignore[arg-type]
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)  # type: ignore[arg-type]
     permissions: PermissionSettings = Field(default_factory=PermissionSettings)  # type: ignore[arg-type]
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # type: ignore[arg-type]
     hooks: HooksSettings = Field(default_factory=HooksSettings)  # type: ignore[arg-type]

@@ -272,8 +272,9 @@ def scan_root(
 ) -> tuple[DirNode, ScanStats]:  # fmt: skip
     """Snapshot the folder open as `root_fd` against `old` (None: the first walk), writing new objects to
     `writer`. Returns the new snapshot (`old` itself when nothing changed) and what the walk did.
-    `watcher`: the root's inotify watcher; with `old` and a usable watcher only the folders it reports are
-    looked at, otherwise every file is statted (and watches are added as the walk goes). `exclude`:
+    `watcher`: the root's inotify watcher; with `old` and a usable (primed) watcher only the folders it
+    reports are looked at, otherwise every file is statted and watches are added as the walk goes (the
+    caller primes the watcher once it keeps the result: `old` must be what the last walk returned). `exclude`:
     root-relative paths never entered (agentd's data dir). `start_ns`: the walk's start on the wall clock
     (racy rule). Raises OSError when the root cannot be read."""
     changes = watcher.drain() if watcher is not None and watcher.usable and old is not None else None

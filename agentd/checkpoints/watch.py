@@ -77,6 +77,7 @@ class Watcher:
     def __init__(self) -> None:
         self.fd = -1
         self.broken = _LIBC is None
+        self.primed = False  # set by the owner once a whole walk added the watches and its result is kept
         self._paths: dict[int, str] = {}  # watch descriptor -> folder relative to the root
         if not self.broken:
             assert _LIBC is not None
@@ -90,7 +91,8 @@ class Watcher:
 
     @property
     def usable(self) -> bool:
-        return not self.broken
+        """Whether a walk may look only at what `drain()` reports: not broken, and primed by a whole walk."""
+        return not self.broken and self.primed
 
     def add(self, dir_fd: int, rel: str) -> None:
         """Watch the folder open as `dir_fd` (at `rel`); call before listing it. A failure disables the
@@ -150,6 +152,7 @@ class Watcher:
     def close(self) -> None:
         """Drop every watch; the watcher is unusable afterwards."""
         self.broken = True
+        self.primed = False
         self._paths.clear()
         if self.fd >= 0:
             with contextlib.suppress(OSError):
