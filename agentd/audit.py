@@ -234,7 +234,9 @@ class AuditLog:
             seq, prev = self._chain_tail(fd)
             lines = []
             for e in entries:
-                body = {k: v for k, v in e.items() if k not in ("v", "seq", "prev", "sessionId", "forkedFrom")}
+                body = {
+                    k: v for k, v in e.items() if k not in ("v", "seq", "prev", "sessionId", "forkedFrom")
+                }
                 entry = {"v": AUDIT_VERSION, "seq": seq, "prev": prev, **body, "sessionId": session_id,
                          "forkedFrom": forked_from}  # fmt: skip
                 line = encode_line(entry)

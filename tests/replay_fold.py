@@ -4,7 +4,7 @@ Part 1: the replay reuses the live turn's builders, so it shows what the live tu
 `live_conversation(updates)` folds what a client saw live into the items a replay sends: assistant chunks of
 one message joined; each tool call's `tool_call` with its later `tool_call_update` fields applied (final
 status, content, rawOutput, locations; `_meta.agentd` reduced to `decidedBy`, since `decision`, `optionId`
-and `durationMs` describe that moment); plans as they came. `replay_conversation(updates)` takes the same
+and `durationMs` describe that moment); plans and checkpoints as they came. `replay_conversation(updates)` takes the same
 items from a replay (the opening `session_info_update` / `current_mode_update`, the prompts' user chunks, the
 closing plan and the closing `usage_update` left out). Both take plain `update` dicts, whatever the transport.
 """
@@ -48,7 +48,7 @@ def live_conversation(updates: list[Update]) -> list[Update]:
             by = ((u.get("_meta") or {}).get("agentd") or {}).get("decidedBy")
             if by is not None:
                 call["_meta"] = {"agentd": {"decidedBy": by}}
-        elif kind == "plan":
+        elif kind in ("plan", "checkpoint"):
             items.append(copy.deepcopy(u))
     return items
 

@@ -1,6 +1,6 @@
 """One session's checkpoints (issue 13; docs/checkpoints.md): taking them, and the files side of a rewind.
 
-Owns: `Checkpoints` (held by the Session): `take()` snapshots every root of the session's pinned workspace
+Owns: `Checkpointer` (held by the Session as `checkpointer`): `take()` snapshots every root of the session's pinned workspace
 (agentd.checkpoints.scan, in a worker thread so the event loop keeps serving) and writes a `checkpoint`
 record through the session's journal; `observe()` is replay's step for `checkpoint` and `rewind` records
 (ids, the previous checkpoint, the trees last recorded); `files_plan()` / `apply()` are the files side of a
@@ -22,11 +22,14 @@ Must not import pygls, lsprotocol, acp or adapters.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +40,7 @@ from agentd.checkpoints.scan import scan_root
 from agentd.checkpoints.tree import DirNode, diff, load, skipped_paths
 from agentd.checkpoints.watch import Watcher
 from agentd.config import CheckpointSettings
+from agentd.errors import UsageError
 from agentd.log import LineWriter
 from agentd.persistence.records import CheckpointRecord
 from agentd.tools.workspace import Workspace
@@ -46,12 +50,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentd.checkpoints")
 
-CHANGED_MAX = 10_000  # paths kept in one record; past it `changedTotal` says how many and a rewind diffs trees
+CHECKPOINTS_DIR = "checkpoints"  # sessions/<id>/checkpoints: the session's object store
+CHANGED_MAX = (
+    10_000  # paths kept in one record; past it `changedTotal` says how many and a rewind diffs trees
+)
 SKIPPED_SHOWN = 200
 
 
-class CheckpointError(Exception):
-    """A rewind or fork named a checkpoint that does not exist or cannot serve; the text says what to do."""
+class CheckpointError(UsageError):
+    """A rewind or fork named a checkpoint that does not exist or cannot serve; the text says what to do
+    (exit 2, -32602)."""
 
 
 @dataclass
@@ -82,7 +90,7 @@ def _show(root: str, rel: str, main: str) -> str:
     return rel if root == main else os.path.join(root, rel)
 
 
-class Checkpoints:
+class Checkpointer:
     """The checkpoints of one session (see the module docstring)."""
 
     def __init__(
@@ -108,6 +116,7 @@ class Checkpoints:
         self._recorded: dict[str, DirNode] = {}  # root -> the snapshot of the last record (loaded lazily)
         self._cache: dict[str, DirNode] = {}  # root -> the newest snapshot walked (the stat cache)
         self._watchers: dict[str, Watcher] = {}
+        self._walking = threading.Lock()  # one walk at a time (a cancelled turn's walk may still run)
 
     # ---- replay ----------------------------------------------------------------------------------------
     def observe(self, rec: Mapping[str, Any]) -> None:
@@ -197,8 +206,14 @@ class Checkpoints:
     def _walk(self) -> list[Walked]:
         """Walk every root (worker thread); the new objects go to one pack, committed before anything is
         remembered. A failure forgets the stat cache and the watchers (the next walk stats everything)."""
+        with self._walking:
+            return self._walk_locked()
+
+    def _walk_locked(self) -> list[Walked]:
         ws = self.workspace()
         ws.verify()
+        if not self._cache:  # the first walk of this process: a crash's leftovers go
+            self.store.remove_temp_files()
         writer = self.store.writer()
         out: list[Walked] = []
         try:
@@ -298,15 +313,18 @@ class Checkpoints:
         return out
 
     # ---- the files side of a rewind --------------------------------------------------------------------
-    def user_changes(self, records: list[Mapping[str, Any]], target_seq: int, now: Mapping[str, Any]) -> set[str]:
+    def user_changes(
+        self, records: Sequence[Mapping[str, Any]], target_seq: int, now: Mapping[str, Any]
+    ) -> set[str]:
         """Paths the user changed after the checkpoint at `target_seq` (module docstring), `now` being the
         checkpoint just taken before the rewind. Shown paths (relative to the main root)."""
         checkpoints = [r for r in records if r.get("kind") == "checkpoint" and r.get("roots") is not None]
         if not checkpoints or checkpoints[-1].get("seq") != now.get("seq"):
             checkpoints.append(now)
         out: set[str] = set()
-        for prev, cur in zip(checkpoints, checkpoints[1:], strict=False):
-            if int(cur.get("seq") or 0) <= target_seq or prev.get("before") != "turn_end":
+        for prev, cur in itertools.pairwise(checkpoints):
+            after = cur.get("seq") is None or int(cur["seq"]) > target_seq  # `now` of a dry run has no seq
+            if not after or prev.get("before") != "turn_end":
                 continue
             if cur.get("changedTotal") is None:
                 out.update(cur.get("changed") or [])
@@ -328,7 +346,9 @@ class Checkpoints:
             root = entry["path"]
             if _root_ref(target, root) is None:
                 continue
-            kept_here = {p if root == main else os.path.relpath(p, root) for p in keep if _in_root(p, root, main)}
+            kept_here = {
+                p if root == main else os.path.relpath(p, root) for p in keep if _in_root(p, root, main)
+            }
             plan = restore.plan(root, self.tree(now, root), self.tree(target, root), kept_here)
             out.plans.append(plan)
             out.kept += [(_show(root, path, main), why) for path, why in plan.kept]
@@ -341,10 +361,15 @@ class Checkpoints:
         ws.verify()
         for p in plan.plans:
             try:
-                restore.apply(p, lambda root=p.root: ws.open_root(root), self.store,  # type: ignore[misc]
-                              lambda path, why, root=p.root: on_kept(_show(root, path, plan.main), why))  # fmt: skip
+                restore.apply(
+                    p, partial(ws.open_root, p.root), self.store, partial(self._kept, plan, p.root, on_kept)
+                )
             except StoreError as exc:
                 raise CheckpointError(f"the checkpoint's files cannot be read: {exc}") from None
+
+    @staticmethod
+    def _kept(plan: FilesPlan, root: str, on_kept: Callable[[str, str], None], path: str, why: str) -> None:
+        on_kept(_show(root, path, plan.main), why)
 
 
 def _root_ref(record: Mapping[str, Any] | None, root: str) -> Ref | None:

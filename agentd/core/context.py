@@ -54,11 +54,17 @@ class Context:
         ttl: TtlMode = "auto",
         now: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._ttl, self._now = ttl, now
+        self.prompt_caching = prompt_caching
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to an empty history with a fresh planner and estimator, as a newly built Context (a
+        conversation rewind replays the branch it goes back to into it, issue 13)."""
         self._messages: list[Message] = []
         self._nblocks = 0  # content blocks in _messages, kept current by every mutation
         self._tool_use_ids: set[str] = set()  # every tool_use id stored so far (compacted ones included)
-        self.prompt_caching = prompt_caching
-        self.planner = Planner(ttl, now)
+        self.planner = Planner(self._ttl, self._now)
         self.estimator = Estimator()
         self.compaction = CompactionState()
         self._known_tokens: int | None = None  # exact size after the last response
@@ -153,6 +159,11 @@ class Context:
     def static_tokens(self) -> int:
         """Estimated tokens of the tools and system of the last request built (0 before the first)."""
         return self._static_tokens
+
+    def remember_tool_use_ids(self, ids: set[str]) -> None:
+        """Count `ids` as used (the tool_use ids of abandoned branches, issue 13): a new reply never reuses
+        one, so each id names one call in the whole log and the audit log."""
+        self._tool_use_ids |= ids
 
     def tool_use_ids(self) -> set[str]:
         """Every tool_use id stored so far, those replaced by a summary included (so a new reply never

@@ -4,13 +4,15 @@ Owns: the computed fields, in one place, for a live turn and the `session/load` 
 (`used` = the context tokens after the response, `size` = the model's window, `cost` = the session's total
 when the price is known, `_meta.agentd.request` = the request's counts) and `context_usage` (the same for a
 replay or a compaction, from the estimate); `tool_outcome` (`_meta.agentd` of a terminal tool update:
-`decision`, `decidedBy`, `optionId`, `durationMs`, `cancelled`); `plan` (a TodoTracker as a `plan` update).
+`decision`, `decidedBy`, `optionId`, `durationMs`, `cancelled`); `plan` (a TodoTracker as a `plan` update);
+`checkpoint` (a checkpoint record as a `checkpoint` update, issue 13).
 The shapes are `agentd.protocol.updates`' builders; adapters frame the result and compute nothing.
 Must not import pygls, lsprotocol, acp or adapters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from agentd.core.todos import TodoItem, TodoTracker, plan_entries, snapshot_bytes
@@ -70,3 +72,15 @@ def stored_plan(todos: list[dict[str, Any]]) -> dict[str, Any]:
     """The `plan` update of a stored snapshot (a `todos` record), as `plan` built it when it was written."""
     items = [TodoItem.model_validate(t) for t in todos]
     return updates.plan(plan_entries(items), snapshot_bytes(items))
+
+
+def checkpoint(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The `checkpoint` update of a checkpoint record (live or replayed): `changed` counts the paths changed
+    since the checkpoint before it."""
+    changed = record.get("changedTotal") or len(record.get("changed") or [])
+    return updates.checkpoint(
+        str(record.get("id")), str(record.get("before")), int(record.get("prompt") or 0),
+        message_id=record.get("messageId"), files=record.get("files"),
+        changed=changed if record.get("roots") is not None else None, not_covered=record.get("notCovered"),
+        error=record.get("error"),
+    )  # fmt: skip

@@ -14,15 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from agentd.audit import AuditLog
+from agentd.checkpoints.restore import read_intent
 from agentd.clock import Clock, default_clock
-from agentd.config import HooksSettings, Settings, user_config_path
+from agentd.config import HooksSettings, Settings, StoreSettings, user_config_path
+from agentd.core.checkpoints import CHECKPOINTS_DIR, Checkpointer
 from agentd.core.context import Context
+from agentd.core.fork import fork_session
 from agentd.core.hooks import Hooks
 from agentd.core.instructions import Instructions, NestedInstructions, latest_record, user_instructions_dir
 from agentd.core.instructions import load as load_instructions
 from agentd.core.journal import Journal
 from agentd.core.prompts import system_blocks
 from agentd.core.replay import replay_into
+from agentd.core.rewind import listing, recover
 from agentd.core.session import EventSink, Session
 from agentd.core.todos import TodoTracker
 from agentd.core.toolbox import Toolbox
@@ -35,9 +39,10 @@ from agentd.permissions.protected import ProtectedPaths
 from agentd.permissions.rules import Rule
 from agentd.permissions.signing import GrantKey, GrantKeyError, RecordSigner
 from agentd.permissions.trust import TRUST_FILE, TrustStore, definitions_digest
+from agentd.persistence.branches import active_seqs, on_branch
 from agentd.persistence.paths import DataDir, new_session_id
 from agentd.persistence.records import GrantRecord
-from agentd.persistence.store import SessionStore
+from agentd.persistence.store import SessionStore, read_records
 from agentd.providers.base import Provider
 from agentd.providers.models import context_window
 from agentd.sandbox import Launcher, launcher_for, say_missing_once
@@ -189,6 +194,10 @@ def _build(
         launcher=launcher(settings, root, protected),
     )
     say_missing_once(tool_ctx.launcher, lines)
+    checkpointer = Checkpointer(
+        store_root=data_dir.session_dir(session_id) / CHECKPOINTS_DIR, workspace=lambda: tool_ctx.workspace,
+        settings=settings.checkpoints, exclude=data_dir.root, journal=journal, lines=lines,
+    )  # fmt: skip
     return Session(
         session_id=session_id,
         cwd=root,
@@ -203,6 +212,7 @@ def _build(
         hooks=hooks,
         toolbox=Toolbox(registry, tool_ctx, gate, audit, hooks, session_id),
         journal=journal,
+        checkpointer=checkpointer,
         lines=lines,
         secrets=secrets,
         instructions=instructions,
@@ -274,7 +284,8 @@ def open_session(
     try:
         cwd = Path(store.meta.get("cwd") or os.getcwd())
         records = store.records()
-        instructions = latest_record(records) or Instructions()  # the text it started with: same bytes
+        active = active_seqs(records)  # the instructions of the conversation's branch (issue 13)
+        instructions = latest_record(r for r in records if on_branch(r, active)) or Instructions()
         session = _build(
             session_id,
             cwd,
@@ -289,8 +300,27 @@ def open_session(
             mcp,
             sink,
         )
+        records = records + recover(session, records)  # a rewind a crash interrupted is finished first
         replay_into(session, records)
     except BaseException:
         store.close()
         raise
     return session
+
+
+def stored_checkpoints(data_dir: DataDir, session_id: str) -> dict[str, Any]:
+    """The `agentd/session/checkpoints` result of a stored session, read without its lock (issue 13).
+    Raises SessionNotFound, StorageError."""
+    records, _ = read_records(data_dir, session_id)
+    pending = read_intent(data_dir.session_dir(session_id) / CHECKPOINTS_DIR) is not None
+    return listing(records, pending)
+
+
+def fork_stored(
+    data_dir: DataDir, session_id: str, at: int | str | None, settings: Settings | None = None
+) -> dict[str, Any]:
+    """Fork a stored session (agentd.core.fork), open or not, with the user's grant key. Raises
+    SessionNotFound, CheckpointError, ConfigError, StorageError."""
+    blob_min = (settings.store if settings is not None else StoreSettings.model_validate({})).blob_min_bytes
+    signer = RecordSigner(grant_key(), session_id)
+    return fork_session(data_dir, session_id, at, signer=signer, blob_min_bytes=blob_min)

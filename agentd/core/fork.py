@@ -31,24 +31,24 @@ from typing import Any
 
 from agentd.audit import AuditLog
 from agentd.checkpoints.objects import ObjectStore
-from agentd.core.checkpoints import CheckpointError
+from agentd.core.checkpoints import CHECKPOINTS_DIR, CheckpointError
 from agentd.core.journal import Journal
 from agentd.core.rewind import CONVERSATION_TARGETS, find_checkpoint
+from agentd.permissions.signing import RecordSigner
 from agentd.persistence.branches import BRANCH_KINDS, active_seqs, branch_seqs
 from agentd.persistence.paths import DataDir, ensure_dir, fsync_dir, new_session_id
 from agentd.persistence.records import GrantRecord, ModeRecord, Record, TitleRecord, parse_record
 from agentd.persistence.store import SessionStore, read_records
-from agentd.permissions.signing import RecordSigner
 
 COPIED = BRANCH_KINDS | {"checkpoint"}
-CHECKPOINTS_DIR = "checkpoints"
 
 
 def fork_session(
-    data_dir: DataDir, source_id: str, at: int | str | None, *, key: bytes, blob_min_bytes: int
+    data_dir: DataDir, source_id: str, at: int | str | None, *, signer: RecordSigner, blob_min_bytes: int
 ) -> dict[str, Any]:
-    """Create the fork (module docstring); returns `{sessionId, forkedFrom, at, title, messages}`. `key`: the
-    grant key (agentd.core.factory.grant_key). Raises SessionNotFound, CheckpointError, StorageError."""
+    """Create the fork (module docstring); returns `{sessionId, forkedFrom, at, title, messages}`. `signer`:
+    a RecordSigner with the user's grant key (any session's). Raises SessionNotFound, CheckpointError,
+    StorageError."""
     records, _warnings = read_records(data_dir, source_id)
     if at is None:
         chain, cut = active_seqs(records), None
@@ -70,7 +70,7 @@ def fork_session(
         journal = Journal(store, blob_min_bytes)
         title = _title(records)
         typed = [_typed(r) for r in copied]
-        typed += _permissions(records, source_id, new_id, key)
+        typed += _permissions(records, signer.for_session(source_id), signer.for_session(new_id))
         if title:
             typed.append(TitleRecord(title=title))
         journal.write(*typed)
@@ -112,9 +112,8 @@ def _typed(rec: dict[str, Any]) -> Record:
     return model
 
 
-def _permissions(records: list[dict[str, Any]], source_id: str, new_id: str, key: bytes) -> list[Record]:
-    """The grants and mode the source honours (its signatures check out, in order), signed for the fork."""
-    check, sign = RecordSigner(key, source_id), RecordSigner(key, new_id)
+def _permissions(records: list[dict[str, Any]], check: RecordSigner, sign: RecordSigner) -> list[Record]:
+    """The grants and mode the source honours (`check`: its signatures hold, in order), signed by `sign`."""
     out: list[Record] = []
     for r in records:
         kind = r.get("kind")
@@ -156,6 +155,8 @@ def _copy_audit(data_dir: DataDir, source_id: str, new_id: str, copied: list[dic
         for r in copied if r.get("kind") == "message"
         for b in (r.get("message") or {}).get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"
     }  # fmt: skip
-    entries = [e for e in AuditLog(data_dir.audit_path(source_id)).records() if str(e.get("toolUseId")) in ids]
+    entries = [
+        e for e in AuditLog(data_dir.audit_path(source_id)).records() if str(e.get("toolUseId")) in ids
+    ]
     if entries:
         AuditLog(data_dir.audit_path(new_id)).copy(entries, new_id, forked_from=source_id)

@@ -2,7 +2,7 @@
 
 Owns: `replay_updates(session, records)`: from the session log, in this order, a `session_info_update`
 (stored title and `updatedAt`) and a `current_mode_update` when the mode is not `default`; the conversation
-in log order (`user_message_chunk` per stored prompt block, `agent_thought_chunk` / `agent_message_chunk` per
+in log order (a `checkpoint` per checkpoint on the active branch, `user_message_chunk` per stored prompt block, `agent_thought_chunk` / `agent_message_chunk` per
 stored assistant block with the original `messageId`, one `tool_call` per tool use carrying its final state,
 a `plan` at each successful `todo_write`); then the closing `plan` (if the session ever had todos) and a
 `usage_update` (the context estimate). A tool use without a final record (the previous process stopped or
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentd.core import events
 from agentd.persistence import records as r
+from agentd.persistence.branches import active_seqs, on_branch
 from agentd.protocol import updates
 
 if TYPE_CHECKING:
@@ -27,8 +28,10 @@ Block = dict[str, Any]
 
 
 def replay_updates(session: Session, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every replay update of §6.2, in order (see the module docstring). `records`: the whole log, decoded."""
-    typed = [(rec, m) for rec in records if (m := r.parse_record(rec)) is not None]
+    """Every replay update of §6.2, in order (see the module docstring). `records`: the whole log, decoded;
+    only the active branch is replayed (issue 13: what a conversation rewind left behind is not shown)."""
+    active = active_seqs(records)
+    typed = [(rec, m) for rec in records if on_branch(rec, active) and (m := r.parse_record(rec)) is not None]
     meta = session.journal.meta
     out = [updates.session_info_update(meta.get("title"), meta.get("updatedAt"))]
     if session.mode != "default":
@@ -36,8 +39,10 @@ def replay_updates(session: Session, records: list[dict[str, Any]]) -> list[dict
     finals = {m.tool_call_id: m for _, m in typed if isinstance(m, r.ToolCallRecord)}
     results = _result_texts(session, typed)
     had_todos = False
-    for _, m in typed:
-        if isinstance(m, r.PromptRecord):
+    for rec, m in typed:
+        if isinstance(m, r.CheckpointRecord) and rec.get("seq") in active:
+            out.append(events.checkpoint(rec))
+        elif isinstance(m, r.PromptRecord):
             out += [updates.user_message_chunk(m.message_id, _prompt_content(b)) for b in m.content]
         elif isinstance(m, r.MessageRecord) and m.message.get("role") == "assistant":
             out += _assistant(session, m, finals, results)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ulid import ULID
 
+from agentd.persistence.paths import DataDir
 from agentd.persistence.records import MessageRecord, Record, TodosRecord
 from agentd.persistence.store import SessionStore, read_records
 
@@ -115,6 +116,11 @@ class Journal:
         """Every record on disk now (the ones appended since opening included), read without changing a
         byte; a torn last line is skipped. Raises StorageError."""
         return read_records(self._store.data_dir, self._store.session_id)[0]
+
+    @property
+    def data_dir(self) -> DataDir:
+        """The data dir the session lives in."""
+        return self._store.data_dir
 
     def read_blob(self, ref: str) -> bytes:
         return self._store.read_blob(ref)

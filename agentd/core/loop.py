@@ -66,7 +66,9 @@ class Turn:
         s = self.s
         s.state = "running"
         await learn_window(s)  # the window the server serves, asked once (issue 17)
-        prompt_id, prompt_blocks = self.start(prompt_blocks)
+        prompt_id = new_message_id()
+        await self.checkpoint("prompt", message_id=prompt_id, text=_title_of(prompt_blocks))
+        prompt_id, prompt_blocks = self.start(prompt_blocks, prompt_id)
         stop = "max_turn_requests"
         answered = False  # did the model answer any of this prompt (a reply stored)?
         try:
@@ -91,6 +93,7 @@ class Turn:
             raise
         finally:
             s.state = "idle"
+            await self.end_checkpoint()
             try:
                 s.update_meta()
             except AgentdError as exc:  # never hide the error that ended the turn behind a meta.json one
@@ -98,16 +101,30 @@ class Turn:
         s.hooks.on_turn_end(stop)
         return stop
 
+    # ---- checkpoints (issue 13) ----------------------------------------------------------------------
+    async def checkpoint(self, before: str, **fields: Any) -> None:
+        """A checkpoint of the workspace (agentd.core.checkpoints; a failure is recorded, never raised), then
+        its `checkpoint` update."""
+        record = await self.s.checkpointer.take(before, **fields)
+        if record is not None:
+            self.s.emit(events.checkpoint(record))
+
+    async def end_checkpoint(self) -> None:
+        """The workspace as the turn left it (`N.end`); a failure to log it is logged, never the turn's end."""
+        try:
+            await self.checkpoint("turn_end")
+        except AgentdError as exc:
+            log.warning("session %s: the end-of-turn checkpoint was not recorded: %s", self.s.id, exc.message)
+
     # ---- start ---------------------------------------------------------------------------------------
-    def start(self, prompt_blocks: list[Block]) -> tuple[str, list[Block]]:
+    def start(self, prompt_blocks: list[Block], prompt_id: str) -> tuple[str, list[Block]]:
         """Persist, then apply: synthetic results for open tool_uses (audited as interrupted), the notes
-        owed to the model (H3), the prompt; the title on the first turn; meta.json (CONTRACTS.md §9).
-        Returns the prompt's messageId and blocks as stored."""
+        owed to the model (H3), the prompt (`prompt_id` its messageId); the title on the first turn;
+        meta.json (CONTRACTS.md §9). Returns the prompt's messageId and blocks as stored."""
         s = self.s
         prompt_blocks = scrub_surrogates(prompt_blocks)  # e.g. undecodable bytes on argv (H19)
         synthetic = s.synthetic_results()
         notes = list(s.pending_notes)
-        prompt_id = new_message_id()
         s.persist_prompt(prompt_blocks, prompt_id, synthetic, notes)
         s.pending_notes.clear()
         s.toolbox.audit_interrupted(_tool_uses(s), [b["tool_use_id"] for b in synthetic])
@@ -334,6 +351,8 @@ class Turn:
         if not decision.allowed:
             self.finish(call, box.refused(call, decision), decision)
             return False
+        if call.name == "run_command":  # what a command changes is beyond any diff: a checkpoint first
+            await self.checkpoint("run_command", tool_call_id=call.id, text=_command_of(call.raw))
         s.journal.write(ToolStartedRecord(tool_call_id=call.id))
         box.started.add(call.id)
         self.tool_started_at[call.id] = s.clock.now()
@@ -418,6 +437,11 @@ def _tool_uses(s: Session, *, last_only: bool = False) -> dict[str, Block]:
     if last_only:
         assistants = assistants[-1:]
     return {b["id"]: b for m in assistants for b in m["content"] if b.get("type") == "tool_use"}
+
+
+def _command_of(raw: Any) -> str | None:
+    command = raw.get("command") if isinstance(raw, dict) else None
+    return command if isinstance(command, str) else None
 
 
 def _title_of(blocks: list[Block]) -> str:

@@ -1,13 +1,19 @@
 """Replay: rebuild a session's state from its log (CONTRACTS.md §3, §9; cases C01, C09, C10, C16).
 
-Owns: `replay_into(session, records)` and `check_history(session)`. Rebuilds, in log order, from the typed
-records of agentd.persistence.records: the Context (messages exactly as sent, repeated tool_use ids repaired,
+Owns: `replay_into(session, records)`, `replay_branch(session, records)` and `check_history(session)`.
+Rebuilds, in log order, from the typed records of agentd.persistence.records: the Context (messages exactly as sent, repeated tool_use ids repaired,
 compaction applied by agentd.core.compaction), the TodoTracker (last snapshot and the recomputed stale-round
 counter), the "always" grants and the mode (only records agentd signed), the title, turns, token totals, the tools that started, the note
 owed to the model after a cut-off reply (H3), and when the last todos snapshot was written. Nothing is
 written: synthetic results for tool_uses left open are added in memory for the check only and persisted with
 the next prompt, so resuming any number of times leaves the log byte-identical. Lives beside the Session it
 rebuilds. Must not import pygls, lsprotocol, acp or adapters.
+
+Branches (issue 13, agentd.persistence.branches): the conversation kinds count only on the active branch (a
+conversation rewind left the others behind); grants, mode, title, checkpoints, rewinds, the prompt count and
+every request's tokens count for the whole session. Every tool_use id in the log stays taken, abandoned
+branches' too. `replay_branch` rebuilds only the conversation side (context, plan and reminder counter, open
+tools, the owed note, the system prompt's instructions) in place, after a conversation rewind.
 """
 
 from __future__ import annotations
@@ -16,10 +22,13 @@ import copy
 from typing import TYPE_CHECKING, Any
 
 from agentd.core import compaction
+from agentd.core.instructions import Instructions
+from agentd.core.prompts import system_blocks
 from agentd.core.replies import IdRepair, cut_note
 from agentd.core.validate import validate_messages
 from agentd.errors import StorageError
 from agentd.persistence import records as r
+from agentd.persistence.branches import BRANCH_KINDS, active_seqs
 from agentd.providers.base import Usage
 
 if TYPE_CHECKING:
@@ -61,19 +70,34 @@ class _Rounds:
 class _Replay:
     """One pass over a log, one small step per record kind."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, branch_only: bool = False) -> None:
         self.s = session
+        self.branch_only = branch_only  # a rewind's rebuild: the session-wide state is kept as it is
         self.rounds = _Rounds(session)
         self.ids = IdRepair()  # a log written before case C16 was fixed may repeat tool_use ids
         self.measured: Usage | None = None  # the last response's usage, applied once its reply is stored
         self.last_todos: list[dict[str, Any]] | None = None
         self.cut: dict[str, str] | None = None  # tool_uses of the last reply cut off at max_tokens (H3)
         self.prompts: dict[str, list[dict[str, Any]]] = {}  # the last user message's blocks by messageId
+        self.instructions: Instructions | None = None  # branch_only: the last instructions on the branch
 
-    def apply(self, rec: dict[str, Any], model: r.Record) -> None:
+    def apply(self, rec: dict[str, Any], model: r.Record, active: set[int]) -> None:
+        if model.kind in BRANCH_KINDS and rec.get("seq") not in active:
+            if not self.branch_only:
+                self._elsewhere(model)
+            return
+        if self.branch_only and model.kind not in BRANCH_KINDS:
+            return
         step = getattr(self, "_" + model.kind, None)
         if step is not None:
             step(rec, model)
+
+    def _elsewhere(self, m: r.Record) -> None:
+        """A record of an abandoned branch: its prompt and its tokens still count for the session."""
+        if isinstance(m, r.PromptRecord):
+            self.s.turns += 1
+        elif isinstance(m, r.UsageRecord) and not m.inherited:
+            self.s.totals.add(Usage.from_json(m.usage), m.model)
 
     def _message(self, rec: dict[str, Any], m: r.MessageRecord) -> None:
         ctx = self.s.context
@@ -100,7 +124,8 @@ class _Replay:
         self.measured = None
 
     def _prompt(self, rec: dict[str, Any], m: r.PromptRecord) -> None:
-        self.s.turns += 1
+        if not self.branch_only:
+            self.s.turns += 1
 
     def _tool_started(self, rec: dict[str, Any], m: r.ToolStartedRecord) -> None:
         self.s.toolbox.started.add(m.tool_call_id)
@@ -125,7 +150,18 @@ class _Replay:
 
     def _usage(self, rec: dict[str, Any], m: r.UsageRecord) -> None:
         self.measured = Usage.from_json(m.usage)
-        self.s.totals.add(self.measured, m.model)
+        if not self.branch_only and not m.inherited:  # a fork's copies were the source's requests
+            self.s.totals.add(self.measured, m.model)
+
+    def _checkpoint(self, rec: dict[str, Any], m: r.CheckpointRecord) -> None:
+        self.s.checkpointer.observe(rec)
+
+    def _rewind(self, rec: dict[str, Any], m: r.RewindRecord) -> None:
+        self.s.checkpointer.observe(rec)
+
+    def _instructions(self, rec: dict[str, Any], m: r.InstructionsRecord) -> None:
+        if self.branch_only:  # the branch's own instructions (at open, the factory picked them)
+            self.instructions = Instructions.from_record(rec)
 
     def _withdrawn(self, rec: dict[str, Any], m: r.WithdrawnRecord) -> None:
         """A failed turn's unanswered prompt, taken back out as the live turn did (issue 17)."""
@@ -148,7 +184,31 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
     """Apply `records` (decoded log lines, in order; unknown kinds are skipped) to a freshly built session.
     Raises StorageError when a record is malformed or the rebuilt history cannot be made valid (CONTRACTS.md
     §8 validator)."""
-    replay = _Replay(session)
+    _run(_Replay(session), session, records)
+
+
+def replay_branch(session: Session, records: list[dict[str, Any]]) -> None:
+    """Rebuild the conversation side of a live session from the active branch of `records` (the whole log,
+    after a conversation rewind; module docstring). Raises StorageError as `replay_into`."""
+    s = session
+    s.context.reset()
+    s.tracker.reset()
+    s.toolbox.started.clear()
+    s.pending_notes = []
+    s.journal.todos_at = None
+    replay = _Replay(s, branch_only=True)
+    _run(replay, s, records)
+    meta = records[0].get("instructions") if records and records[0].get("kind") == "meta" else None
+    fresh = replay.instructions or (
+        Instructions.from_record(meta) if isinstance(meta, dict) else Instructions()
+    )
+    if fresh.text != s.instructions.text:
+        s.instructions = fresh
+        s.system = system_blocks(s.cwd, fresh.text)
+
+
+def _run(replay: _Replay, session: Session, records: list[dict[str, Any]]) -> None:
+    active = active_seqs(records)
     for rec in records:
         try:
             model = r.parse_record(rec)
@@ -159,9 +219,19 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
                 sessionId=session.id,
             ) from None
         if model is not None:
-            replay.apply(rec, model)
+            replay.apply(rec, model, active)
     replay.finish()
+    session.context.remember_tool_use_ids(_all_tool_use_ids(records))
     check_history(session)
+
+
+def _all_tool_use_ids(records: list[dict[str, Any]]) -> set[str]:
+    """The tool_use ids of every assistant message in the log, on any branch."""
+    return {
+        str(b.get("id"))
+        for rec in records if rec.get("kind") == "message" and (rec.get("message") or {}).get("role") == "assistant"
+        for b in rec["message"].get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"
+    }  # fmt: skip
 
 
 def check_history(session: Session) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentd import failpoints
@@ -60,16 +60,20 @@ def find_checkpoint(records: Iterable[Mapping[str, Any]], to: int | str) -> dict
     return found
 
 
-def listing(records: list[Mapping[str, Any]], pending: bool) -> dict[str, Any]:
-    """The `agentd/session/checkpoints` result (PROTOCOL.md §6.12) from a session's records."""
+def listing(records: Sequence[Mapping[str, Any]], pending: bool) -> dict[str, Any]:
+    """The `agentd/session/checkpoints` result (PROTOCOL.md §6.12) from a session's records. `active`: for a
+    prompt's checkpoint, that prompt is in the conversation now; for the others, the checkpoint is on the
+    conversation's branch."""
     active = active_seqs(records)
+    shown = {r.get("messageId") for r in records if r.get("kind") == "prompt" and r.get("seq") in active}
     checkpoints = []
     for rec in records:
         if rec.get("kind") != "checkpoint":
             continue
+        on = rec.get("messageId") in shown if rec.get("before") == "prompt" else rec.get("seq") in active
         item: dict[str, Any] = {
             "id": rec.get("id"), "before": rec.get("before"), "prompt": rec.get("prompt", 0), "at": rec.get("at"),
-            "active": rec.get("seq") in active,
+            "active": on,
         }  # fmt: skip
         for key in ("messageId", "text", "toolCallId", "files", "bytes", "error"):
             if rec.get(key) is not None:
@@ -100,14 +104,14 @@ def _check_target(target: Mapping[str, Any], files: bool, conversation: bool) ->
         )
 
 
-def _abandoned(records: list[Mapping[str, Any]], target_seq: int) -> list[int]:
+def _abandoned(records: Sequence[Mapping[str, Any]], target_seq: int) -> list[int]:
     """Prompt numbers on the active branch after the target: the turns a conversation rewind abandons."""
     active = active_seqs(records)
     return [
         int(r.get("prompt") or 0)
         for r in records
         if r.get("kind") == "checkpoint" and r.get("before") == "prompt"
-        and int(r.get("seq") or 0) > target_seq and r.get("seq") in active
+        and int(r.get("seq") or 0) >= target_seq and r.get("seq") in active
     ]  # fmt: skip
 
 
@@ -137,14 +141,16 @@ async def rewind(
     records = s.journal.all_records()
     target = find_checkpoint(records, to)
     _check_target(target, files, conversation)
-    ck = s.checkpoints
+    ck = s.checkpointer
     result: dict[str, Any] = {"to": target["id"], "done": not dry_run}
     plan = FilesPlan()
     now: dict[str, Any] | None = None
     if files:
         now = await (ck.peek() if dry_run else ck.take("rewind"))
         if now is None or now.get("roots") is None:
-            raise CheckpointError(f"the workspace could not be read before the rewind: {(now or {}).get('error')}")
+            raise CheckpointError(
+                f"the workspace could not be read before the rewind: {(now or {}).get('error')}"
+            )
         user = ck.user_changes(records, int(target["seq"]), now)
         keep = set() if overwrite is True else user - set(overwrite or [])
         plan = ck.files_plan(target, now, keep)
@@ -161,7 +167,9 @@ async def rewind(
     if now is not None:
         record.before = rid
         record.kept = [[p, why] for p, why in plan.kept]
-        restore.write_intent(ck.store.root, {"record": record.payload(), "plans": restore.plans_to_json(plan.plans)})
+        restore.write_intent(
+            ck.store.root, {"record": record.payload(), "plans": restore.plans_to_json(plan.plans)}
+        )
         await asyncio.to_thread(ck.apply, plan, lambda p, why: plan.kept.append((p, why)))
         await ck.take("turn_end", cid=f"{rid}.end")
         record.kept = [[p, why] for p, why in plan.kept]
@@ -182,16 +190,17 @@ def recover(s: Session, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Finish a rewind a crash interrupted (its intent file exists): run its plan again, then write its record
     unless the log has it. Returns the records written (replay applies them). Called when the session opens,
     before replay. Raises OSError, StorageError (the session then does not open; the intent file stays)."""
-    ck = s.checkpoints
+    ck = s.checkpointer
     intent = restore.read_intent(ck.store.root)
     if intent is None:
         return []
     payload = dict(intent.get("record") or {})
     rid = str(payload.get("id"))
     plans = restore.plans_from_json(intent.get("plans") or [])
+    ws = s.toolbox.ctx.workspace
     for p in plans:
-        restore.apply(p, lambda root=p.root: s.toolbox.ctx.workspace.open_root(root), ck.store,  # type: ignore[misc]
-                      lambda *_: None)  # fmt: skip
+        root = p.root
+        restore.apply(p, lambda: ws.open_root(root), ck.store, lambda *_: None)  # noqa: B023 - used at once
     written: list[dict[str, Any]] = []
     if not any(r.get("kind") == "rewind" and str(r.get("id")) == rid for r in records):
         written = s.journal.write(RewindRecord.model_validate(payload))

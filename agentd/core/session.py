@@ -20,6 +20,10 @@ Public API (`Session.PUBLIC`):
 - events: `sink` (a callable receiving each session update, a dict in the wire shape of
   `agentd.protocol.updates`, exactly once; an adapter frames and routes it) and `replay_updates()` (every
   update of a `session/load` replay, built by the same builders as a live turn).
+- checkpoints (issue 13; agentd.core.rewind, agentd.core.fork): `checkpoints()` (the
+  `agentd/session/checkpoints` result), `await rewind(to, files=, conversation=, overwrite=, dry_run=)` (the
+  files and/or the conversation back to a checkpoint; `agentd/session/rewind`), `fork(at=None)` (a new
+  session with this one's history up to a checkpoint; `agentd/session/fork`; it is not opened).
 - `close()`: flush and release the lock, ask the MCP servers to stop; idempotent. `await aclose()` also waits
   for the MCP servers.
 Updates are emitted after what they report is persisted (persist before notify). Must not import pygls,
@@ -36,11 +40,14 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from agentd.checkpoints.restore import read_intent
 from agentd.clock import Clock
 from agentd.config import Settings
 from agentd.core import events
+from agentd.core.checkpoints import Checkpointer
 from agentd.core.compaction import compress
 from agentd.core.context import Context
+from agentd.core.fork import fork_session
 from agentd.core.history import replay_updates
 from agentd.core.hooks import Hooks
 from agentd.core.instructions import Instructions, user_instructions_dir
@@ -48,6 +55,8 @@ from agentd.core.instructions import load as load_instructions
 from agentd.core.journal import Journal, new_message_id
 from agentd.core.loop import run_turn
 from agentd.core.prompts import system_blocks
+from agentd.core.replay import replay_branch
+from agentd.core.rewind import listing, rewind
 from agentd.core.todos import TodoTracker
 from agentd.core.tokens import TokenTotals, price_known
 from agentd.core.toolbox import Toolbox
@@ -109,7 +118,7 @@ class Session:
             "id", "cwd", "title", "turns", "mode", "model", "provider_name", "accepts_images", "created_at",
             "updated_at", "busy", "closed", "totals", "status", "todos", "prompt", "cancel", "compact",
             "set_mode", "attach_editor", "sink", "replay_updates", "close", "aclose", "instructions",
-            "reload_instructions", "learn_window",
+            "reload_instructions", "learn_window", "checkpoints", "rewind", "fork",
         }
     )  # fmt: skip
 
@@ -129,6 +138,7 @@ class Session:
         hooks: Hooks,
         toolbox: Toolbox,
         journal: Journal,
+        checkpointer: Checkpointer,
         lines: LineWriter,
         secrets: list[str],
         instructions: Instructions | None = None,
@@ -148,6 +158,7 @@ class Session:
         self.hooks = hooks
         self.toolbox = toolbox
         self.journal = journal
+        self.checkpointer = checkpointer  # the workspace's checkpoints (issue 13)
         self.lines = lines
         self.secrets = secrets
         self.instructions = instructions or Instructions()  # the project instructions in the system prompt
@@ -290,6 +301,46 @@ class Session:
         same builders as a live turn. Adapter-neutral: the caller frames and sends them."""
         return replay_updates(self, self.journal.all_records())
 
+    # ---- checkpoints (issue 13) ----------------------------------------------------------------------
+    def checkpoints(self) -> dict[str, Any]:
+        """The `agentd/session/checkpoints` result (PROTOCOL.md §6.12), read from the log now."""
+        return listing(
+            self.journal.all_records(), pending=read_intent(self.checkpointer.store.root) is not None
+        )
+
+    async def rewind(
+        self, to: int | str, *, files: bool = True, conversation: bool = True,
+        overwrite: bool | list[str] = False, dry_run: bool = False,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Go back to checkpoint `to` (agentd.core.rewind): the `agentd/session/rewind` result (PROTOCOL.md
+        §6.13). Raises SessionBusyError while a turn runs, CheckpointError, UsageError, OSError, StorageError."""
+        if self.busy:
+            raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
+        self._compacting = True  # busy meanwhile: no prompt starts during a rewind
+        try:
+            return await rewind(self, to, files=files, conversation=conversation, overwrite=overwrite,
+                                dry_run=dry_run)  # fmt: skip
+        finally:
+            self._compacting = False
+
+    def fork(self, at: int | str | None = None) -> dict[str, Any]:
+        """A new session holding this one's history up to checkpoint `at` (default: the end); the
+        `agentd/session/fork` result (agentd.core.fork). Raises SessionBusyError, CheckpointError,
+        StorageError."""
+        if self.busy:
+            raise SessionBusyError(f"A prompt is still running in {self.id}; fork it when it has ended.")
+        self.journal.sync()
+        signer = self.toolbox.gate.signer
+        if signer is None:
+            raise UsageError("This session cannot sign permission records, so it cannot be forked.")
+        return fork_session(self.journal.data_dir, self.id, at, signer=signer,
+                            blob_min_bytes=self.journal.blob_min_bytes)  # fmt: skip
+
+    def rebuild_branch(self) -> None:
+        """After a conversation rewind: the conversation, plan, reminder counter and system prompt as the
+        active branch of the log has them (agentd.core.replay.replay_branch)."""
+        replay_branch(self, self.journal.all_records())
+
     # ---- turns ---------------------------------------------------------------------------------------
     async def prompt(self, blocks: list[Block]) -> str:
         """Run one turn for a user prompt (content blocks). Returns the stop reason (see module docstring);
@@ -354,6 +405,7 @@ class Session:
         self.cancel()
         if self.mcp is not None:
             self.mcp.close_soon()
+        self.checkpointer.close()
         if self.journal.closed:
             return
         try:

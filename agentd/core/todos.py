@@ -283,6 +283,10 @@ class TodoTracker:
         self._written = True
         self._stale = max(0, counter)
 
+    def reset(self) -> None:
+        """No snapshot and a zero counter, as a new tracker (before a conversation rewind's replay)."""
+        self._snapshot, self._written, self._stale = (), False, 0
+
     def replay_reply(self, message: Mapping[str, Any], todo_write_succeeded: bool) -> None:
         """Replay one stored assistant message: the check and reset made before its request, then the
         count of its reply (CONTRACTS.md §3, "Replay recomputes it")."""

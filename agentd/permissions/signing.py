@@ -87,6 +87,10 @@ class RecordSigner:
         ).hexdigest()
         return PREFIX + digest
 
+    def for_session(self, session_id: str) -> RecordSigner:
+        """A signer with the same key for another session, counting from 0 (a fork's records, issue 13)."""
+        return RecordSigner(self._key, session_id)
+
     def sign(self, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         """`payload` with `n` and `mac` added, for a record agentd is about to append."""
         self.count += 1

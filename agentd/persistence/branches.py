@@ -18,13 +18,25 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 BRANCH_KINDS = frozenset(
-    {"prompt", "message", "tool_call", "tool_started", "todos", "compaction", "instructions", "usage"}
+    {
+        "prompt",
+        "message",
+        "tool_call",
+        "tool_started",
+        "todos",
+        "compaction",
+        "instructions",
+        "usage",
+        "withdrawn",
+    }
 )
 
 
 def is_conversation_rewind(record: Mapping[str, Any]) -> bool:
-    return record.get("kind") == "rewind" and bool(record.get("conversation")) and isinstance(
-        record.get("toSeq"), int
+    return (
+        record.get("kind") == "rewind"
+        and bool(record.get("conversation"))
+        and isinstance(record.get("toSeq"), int)
     )
 
 

@@ -2,7 +2,8 @@
 
 Owns: `LOG_VERSION`; one pydantic model per record kind (`MetaRecord`, `PromptRecord`, `MessageRecord`,
 `ToolCallRecord`, `ToolStartedRecord`, `TodosRecord`, `GrantRecord`, `ModeRecord`, `TitleRecord`,
-`UsageRecord`, `CompactionRecord`, `InstructionsRecord`, `WithdrawnRecord`: `LogRecord` is their union) with `payload()` (what the writer appends) and
+`UsageRecord`, `CompactionRecord`, `InstructionsRecord`, `WithdrawnRecord`, `CheckpointRecord`, `RewindRecord`:
+`LogRecord` is their union) with `payload()` (what the writer appends) and
 `parse_record()` (what replay reads); the kinds (`KINDS`, from the models); `scan_log` (decoding a whole log,
 finding a torn tail); and the byte-exact encoding of one record per line:
 `{"v":1,"seq":N,"at":"<RFC 3339 UTC>","kind":K,...payload}` + `\\n`, compact separators, UTF-8 kept as is,
@@ -56,6 +57,7 @@ class MetaRecord(Record):
     instructions: dict[str, Any] | None = (
         None  # the project instructions read at start (files and exact text)
     )
+    forked_from: dict[str, Any] | None = None  # a fork (issue 13): {sessionId, at, seq} of the source
 
 
 class PromptRecord(Record):
@@ -151,6 +153,7 @@ class UsageRecord(Record):
     kind: ClassVar[str] = "usage"
     usage: dict[str, Any] = Field(default_factory=dict)
     model: str = ""
+    inherited: bool | None = None  # copied by a fork: sets the known context size, not the token totals
 
 
 class CompactionRecord(Record):
@@ -178,6 +181,45 @@ class WithdrawnRecord(Record):
     reason: str = ""
 
 
+class CheckpointRecord(Record):
+    """A checkpoint of the workspace (issue 13; agentd.core.checkpoints): `id` (`N`, `N.M`, `N.end`, `rK`,
+    `rK.end`), `before` (`prompt`, `run_command`, `turn_end`, `rewind`), `prompt` (the turn's number);
+    `roots` [{path, tree}] (absent: it failed, `error`, or checkpoints are off); `files`, `bytes` covered;
+    `changed` (paths changed since the previous checkpoint, at most 10,000; `changedTotal` when more);
+    `notCovered` (how many paths it leaves out); `ms` (the walk's time)."""
+
+    kind: ClassVar[str] = "checkpoint"
+    id: str
+    before: str
+    prompt: int = 0
+    message_id: str | None = None
+    text: str | None = None
+    tool_call_id: str | None = None
+    roots: list[dict[str, Any]] | None = None
+    files: int | None = None
+    bytes: int | None = None
+    changed: list[str] | None = None
+    changed_total: int | None = None
+    not_covered: int | None = None
+    ms: int | None = None
+    error: str | None = None
+
+
+class RewindRecord(Record):
+    """A rewind (issue 13; agentd.core.rewind): to checkpoint `to` (record `toSeq`); `files`, `conversation`:
+    what went back (a conversation rewind moves the active branch, agentd.persistence.branches); `before`:
+    the checkpoint taken just before it; `kept`: [path, reason] left alone."""
+
+    kind: ClassVar[str] = "rewind"
+    id: str
+    to: str
+    to_seq: int
+    files: bool
+    conversation: bool
+    before: str | None = None
+    kept: list[list[str]] | None = None
+
+
 LogRecord = (
     MetaRecord
     | PromptRecord
@@ -192,12 +234,15 @@ LogRecord = (
     | CompactionRecord
     | InstructionsRecord
     | WithdrawnRecord
+    | CheckpointRecord
+    | RewindRecord
 )
 MODELS: dict[str, type[Record]] = {
     m.kind: m
     for m in (
         MetaRecord, PromptRecord, MessageRecord, ToolCallRecord, ToolStartedRecord, TodosRecord, GrantRecord,
         ModeRecord, TitleRecord, UsageRecord, CompactionRecord, InstructionsRecord, WithdrawnRecord,
+        CheckpointRecord, RewindRecord,
     )
 }  # fmt: skip
 KINDS = frozenset(MODELS)

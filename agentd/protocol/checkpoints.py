@@ -59,7 +59,9 @@ class RewindInfo(WireModel):
 class CheckpointsResult(WireModel):
     checkpoints: list[CheckpointInfo]
     rewinds: list[RewindInfo] = Field(default_factory=list)
-    pending_rewind: bool = Field(False, description="A rewind was interrupted; it finishes when the session opens.")
+    pending_rewind: bool = Field(
+        False, description="A rewind was interrupted; it finishes when the session opens."
+    )
 
 
 class RewindParams(WireModel):

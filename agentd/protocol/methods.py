@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from agentd.protocol import approvals, session
+from agentd.protocol import approvals, checkpoints, session
 
 PROTOCOL_VERSION = 1
 
@@ -50,6 +50,12 @@ METHODS: tuple[Method, ...] = (
            "_agentd/session/status"),
     Method("agentd/session/compact", "c2s", "request", session.SessionIdParams, session.CompactResult,
            "_agentd/session/compact"),
+    Method("agentd/session/checkpoints", "c2s", "request", checkpoints.CheckpointsParams,
+           checkpoints.CheckpointsResult, "_agentd/session/checkpoints"),
+    Method("agentd/session/rewind", "c2s", "request", checkpoints.RewindParams, checkpoints.RewindResult,
+           "_agentd/session/rewind"),
+    Method("agentd/session/fork", "c2s", "request", checkpoints.ForkParams, checkpoints.ForkResult,
+           "_agentd/session/fork"),
     Method("agentd/session/update", "s2c", "notification", approvals.SessionNotification, None,
            "session/update"),
     Method("agentd/session/requestPermission", "s2c", "request", approvals.RequestPermissionParams,

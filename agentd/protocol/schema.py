@@ -27,7 +27,9 @@ from pydantic import BaseModel, TypeAdapter
 from agentd.protocol import display, errors, methods
 
 # The modules whose models and aliases cross the wire, in a fixed order (the output is sorted anyway).
-MODULES = ("agentd.protocol.session", "agentd.protocol.updates", "agentd.protocol.approvals")
+MODULES = (
+    "agentd.protocol.session", "agentd.protocol.updates", "agentd.protocol.approvals", "agentd.protocol.checkpoints",
+)  # fmt: skip
 # Fields whose Python model stays loose but whose wire type is known: (model, wire property) -> its schema
 # in the export (a `$ref` to an alias joins the alias to `$defs`). `SessionNotification.update` is a plain
 # dict so that the envelope never rejects an update variant; every variant agentd sends is

@@ -2,7 +2,7 @@
 
 Owns: one pydantic model per §7.2 variant agentd sends (`AgentMessageChunk`, `AgentThoughtChunk`,
 `UserMessageChunk`, `ToolCall`, `ToolCallUpdate`, `Plan`, `UsageUpdate`, `SessionInfoUpdate`,
-`CurrentModeUpdate`, and the agentd-only `Retry`), `SessionUpdate` (their union, discriminated on
+`CurrentModeUpdate`, and the agentd-only `Retry` and `Checkpoint`), `SessionUpdate` (their union, discriminated on
 `sessionUpdate`), and the builders: one per variant, typed values in, the update exactly as it goes on the
 wire out. The models are the single source of the editor clients' update types (PROTOCOL.md §13); they
 allow unknown properties and keep `_meta`.
@@ -161,6 +161,23 @@ class Retry(_Update):
     http_status: int | None = None
 
 
+class Checkpoint(_Update):
+    """agentd-only (§7.2; issue 13): a checkpoint of the workspace was taken. `checkpointId` names it for
+    `agentd/session/rewind` and `fork` (`"N"` before prompt N, carrying that prompt's `messageId`, so a
+    client can offer "Restore checkpoint" on the user's message); `error`: it failed and the turn went on.
+    Sent live and in the `session/load` replay."""
+
+    session_update: Literal["checkpoint"]
+    checkpoint_id: str
+    before: Literal["prompt", "run_command", "turn_end", "rewind"]
+    prompt: int
+    message_id: str | None = None
+    files: int | None = None
+    changed: int | None = None
+    not_covered: int | None = None
+    error: str | None = None
+
+
 SessionUpdate = Annotated[
     AgentMessageChunk
     | AgentThoughtChunk
@@ -171,7 +188,8 @@ SessionUpdate = Annotated[
     | UsageUpdate
     | SessionInfoUpdate
     | CurrentModeUpdate
-    | Retry,
+    | Retry
+    | Checkpoint,
     Field(discriminator="session_update"),
 ]
 
@@ -283,4 +301,18 @@ def retry(attempt: int, delay_s: float, message: str, http_status: int | None = 
     }
     if http_status is not None:
         update["httpStatus"] = http_status
+    return update
+
+
+def checkpoint(
+    checkpoint_id: str, before: str, prompt: int, *, message_id: str | None = None, files: int | None = None,
+    changed: int | None = None, not_covered: int | None = None, error: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The `checkpoint` update (§7.2): checkpoint `checkpoint_id` of kind `before` in turn `prompt`."""
+    update: dict[str, Any] = {"sessionUpdate": "checkpoint", "checkpointId": checkpoint_id, "before": before,
+                              "prompt": prompt}  # fmt: skip
+    for key, value in (("messageId", message_id), ("files", files), ("changed", changed),
+                       ("notCovered", not_covered), ("error", error)):  # fmt: skip
+        if value is not None:
+            update[key] = value
     return update

@@ -23,10 +23,17 @@ def test_without_rewinds_everything_is_active() -> None:
 
 def test_a_conversation_rewind_abandons_what_followed_its_checkpoint() -> None:
     log = recs(
-        "meta", "checkpoint", "prompt", "message",  # 1-4: turn 1
-        "checkpoint", "prompt", "message", "grant",  # 5-8: turn 2 (5 = checkpoint "2")
+        "meta",
+        "checkpoint",
+        "prompt",
+        "message",  # 1-4: turn 1
+        "checkpoint",
+        "prompt",
+        "message",
+        "grant",  # 5-8: turn 2 (5 = checkpoint "2")
         ("rewind", {"conversation": True, "toSeq": 5}),  # 9
-        "prompt", "message",  # 10-11: the new turn 2
+        "prompt",
+        "message",  # 10-11: the new turn 2
     )
     active = active_seqs(log)
     assert active == {1, 2, 3, 4, 5, 10, 11}
@@ -35,15 +42,24 @@ def test_a_conversation_rewind_abandons_what_followed_its_checkpoint() -> None:
 
 
 def test_a_files_only_rewind_leaves_the_conversation() -> None:
-    log = recs("meta", "checkpoint", "prompt", "message", ("rewind", {"conversation": False, "toSeq": 2}), "prompt")
+    log = recs(
+        "meta", "checkpoint", "prompt", "message", ("rewind", {"conversation": False, "toSeq": 2}), "prompt"
+    )
     assert active_seqs(log) == {1, 2, 3, 4, 5, 6}
 
 
 def test_rewinding_to_an_abandoned_checkpoint_goes_back_to_that_branch() -> None:
     log = recs(
-        "meta", "checkpoint", "prompt", "message", "checkpoint", "prompt", "message",  # 1-7
+        "meta",
+        "checkpoint",
+        "prompt",
+        "message",
+        "checkpoint",
+        "prompt",
+        "message",  # 1-7
         ("rewind", {"conversation": True, "toSeq": 2}),  # 8: back to before prompt 1
-        "prompt", "message",  # 9-10
+        "prompt",
+        "message",  # 9-10
         ("rewind", {"conversation": True, "toSeq": 5}),  # 11: to checkpoint 5 on the first branch
         "prompt",  # 12
     )

@@ -140,6 +140,8 @@ _BUILT = [
     (updates.plan([], '{"todos":[]}'), updates.Plan),
     (updates.retry(1, 4.0, "Anthropic is unavailable (HTTP 529): Overloaded", 529), updates.Retry),
     (updates.retry(2, 0.5, "Anthropic stream failed (overloaded_error)"), updates.Retry),
+    (updates.checkpoint("2", "prompt", 2, message_id="msg_1", files=12, changed=3, not_covered=1), updates.Checkpoint),
+    (updates.checkpoint("2.1", "run_command", 2, error="OSError: disk full"), updates.Checkpoint),
     (
         updates.usage_update(
             12403,

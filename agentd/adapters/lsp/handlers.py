@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from agentd.adapters.lsp import sessions, turns
+from agentd.adapters.lsp import checkpoints, sessions, turns
 
 if TYPE_CHECKING:
     from agentd.adapters.lsp.host import Connection
@@ -70,6 +70,21 @@ def register(server: AgentdLanguageServer, conn: Connection) -> None:
     async def compact(params: Any) -> dict[str, Any]:
         """Compress the history now (§6.9)."""
         return await turns.compact(conn, params)
+
+    @server.feature("agentd/session/checkpoints")
+    def list_checkpoints(params: Any) -> dict[str, Any]:
+        """The session's checkpoints and rewinds (§6.12)."""
+        return checkpoints.checkpoints(conn, params)
+
+    @server.feature("agentd/session/rewind")
+    async def rewind(params: Any) -> dict[str, Any]:
+        """Files and/or conversation back to a checkpoint (§6.13)."""
+        return await checkpoints.rewind(conn, params)
+
+    @server.feature("agentd/session/fork")
+    def fork(params: Any) -> dict[str, Any]:
+        """A new session with the history up to a checkpoint (§6.14)."""
+        return checkpoints.fork(conn, params)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:

@@ -33,6 +33,59 @@ export interface CancelledOutcome {
   outcome: "cancelled";
 }
 
+/** agentd-only (§7.2; issue 13): a checkpoint of the workspace was taken. `checkpointId` names it for
+ * `agentd/session/rewind` and `fork` (`"N"` before prompt N, carrying that prompt's `messageId`, so a
+ * client can offer "Restore checkpoint" on the user's message); `error`: it failed and the turn went on.
+ * Sent live and in the `session/load` replay.
+ */
+export interface Checkpoint {
+  _meta?: Record<string, unknown>;
+  sessionUpdate: "checkpoint";
+  checkpointId: string;
+  before: "prompt" | "run_command" | "turn_end" | "rewind";
+  prompt: number;
+  messageId?: string;
+  files?: number;
+  changed?: number;
+  notCovered?: number;
+  error?: string;
+}
+
+/** One checkpoint. `active`: on the conversation's current branch; `text`: the prompt's first line or the
+ * command; `files` / `bytes`: what it covers (absent when it failed or checkpoints are off); `changed`:
+ * paths changed since the checkpoint before it; `notCovered`: paths it does not cover (ignored, too large,
+ * ...); `error`: why it failed (the turn went on).
+ */
+export interface CheckpointInfo {
+  _meta?: Record<string, unknown>;
+  id: string;
+  before: "prompt" | "run_command" | "turn_end" | "rewind";
+  prompt: number;
+  at: string;
+  active: boolean;
+  messageId?: string;
+  text?: string;
+  toolCallId?: string;
+  files?: number;
+  bytes?: number;
+  changed?: number;
+  notCovered?: number;
+  error?: string;
+}
+
+export interface CheckpointsParams {
+  _meta?: Record<string, unknown>;
+  sessionId: string;
+}
+
+export interface CheckpointsResult {
+  _meta?: Record<string, unknown>;
+  checkpoints: CheckpointInfo[];
+  rewinds?: RewindInfo[];
+  /** A rewind was interrupted; it finishes when the session opens. */
+  pendingRewind?: boolean;
+}
+
 export interface CompactResult {
   _meta?: Record<string, unknown>;
   compacted: boolean;
@@ -70,6 +123,22 @@ export interface EmptyResult {
   _meta?: Record<string, unknown>;
 }
 
+/** `at`: the checkpoint to fork at (the new session holds the conversation before it); absent: the end. */
+export interface ForkParams {
+  _meta?: Record<string, unknown>;
+  sessionId: string;
+  at?: number | string;
+}
+
+export interface ForkResult {
+  _meta?: Record<string, unknown>;
+  sessionId: string;
+  forkedFrom: string;
+  at?: string;
+  title?: string;
+  messages: number;
+}
+
 export interface ImageBlock {
   _meta?: Record<string, unknown>;
   type: "image";
@@ -85,6 +154,12 @@ export interface InstructionFile {
   path: string;
   bytes: number;
   loadedBytes: number;
+}
+
+export interface KeptPath {
+  _meta?: Record<string, unknown>;
+  path: string;
+  reason: "changed_by_user" | "not_covered" | "holds_files_not_covered";
 }
 
 export interface ListSessionsParams {
@@ -203,6 +278,59 @@ export interface Retry {
   httpStatus?: number;
 }
 
+export interface RewindConversation {
+  _meta?: Record<string, unknown>;
+  messagesBefore: number;
+  messagesAfter: number;
+  abandonedPrompts: number[];
+}
+
+export interface RewindFiles {
+  _meta?: Record<string, unknown>;
+  restored: string[];
+  removed: string[];
+  kept: KeptPath[];
+}
+
+/** A rewind done in this session: to which checkpoint, what it restored, and the checkpoint taken just
+ * before it (`before`, to undo it).
+ */
+export interface RewindInfo {
+  _meta?: Record<string, unknown>;
+  id: string;
+  at: string;
+  to: string;
+  files: boolean;
+  conversation: boolean;
+  before?: string;
+}
+
+/** `files` / `conversation`: what goes back (both by default; `--files-only` / `--conversation-only`).
+ * `overwrite`: also restore these paths the user changed after the checkpoint (`true`: all of them).
+ * `dryRun`: only say what would happen.
+ */
+export interface RewindParams {
+  _meta?: Record<string, unknown>;
+  sessionId: string;
+  to: number | string;
+  files?: boolean;
+  conversation?: boolean;
+  overwrite?: boolean | string[];
+  dryRun?: boolean;
+}
+
+/** `done`: false for a dry run. `checkpoint`: the id of the checkpoint taken before the rewind (rewind to
+ * it to undo this one).
+ */
+export interface RewindResult {
+  _meta?: Record<string, unknown>;
+  to: string;
+  done: boolean;
+  files?: RewindFiles;
+  conversation?: RewindConversation;
+  checkpoint?: string;
+}
+
 /** What protects the session's commands (issue 12; `agentd doctor`): the `sandbox` mode, whether the
  * sandbox is active, its backend and label, and the names of the missing protections.
  */
@@ -281,7 +409,7 @@ export interface SessionStatus {
   trust?: TrustState;
 }
 
-export type SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCall | ToolCallUpdate | Plan | UsageUpdate | SessionInfoUpdate | CurrentModeUpdate | Retry;
+export type SessionUpdate = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCall | ToolCallUpdate | Plan | UsageUpdate | SessionInfoUpdate | CurrentModeUpdate | Retry | Checkpoint;
 
 export interface SetModeParams {
   _meta?: Record<string, unknown>;
@@ -420,7 +548,13 @@ export interface UserMessageChunk {
   sessionUpdate: "user_message_chunk";
 }
 
+export type CheckpointKind = "prompt" | "run_command" | "turn_end" | "rewind";
+
+export type CheckpointTarget = number | string;
+
 export type ContentBlock = TextBlock | ResourceLinkBlock | ResourceBlock | ImageBlock | AudioBlock;
+
+export type KeptReason = "changed_by_user" | "not_covered" | "holds_files_not_covered";
 
 export type ModeId = "default" | "acceptEdits" | "readOnly" | "auto";
 
@@ -446,6 +580,9 @@ export const Methods = {
   SessionTodos: "agentd/session/todos",
   SessionStatus: "agentd/session/status",
   SessionCompact: "agentd/session/compact",
+  SessionCheckpoints: "agentd/session/checkpoints",
+  SessionRewind: "agentd/session/rewind",
+  SessionFork: "agentd/session/fork",
   SessionUpdate: "agentd/session/update",
   SessionRequestPermission: "agentd/session/requestPermission",
 } as const;
@@ -464,6 +601,9 @@ export const CLIENT_METHODS = [
   "agentd/session/todos",
   "agentd/session/status",
   "agentd/session/compact",
+  "agentd/session/checkpoints",
+  "agentd/session/rewind",
+  "agentd/session/fork",
 ] as const;
 
 export interface ClientRequests {
@@ -476,6 +616,9 @@ export interface ClientRequests {
   "agentd/session/todos": { params: SessionIdParams; result: TodosResult };
   "agentd/session/status": { params: SessionIdParams; result: SessionStatus };
   "agentd/session/compact": { params: SessionIdParams; result: CompactResult };
+  "agentd/session/checkpoints": { params: CheckpointsParams; result: CheckpointsResult };
+  "agentd/session/rewind": { params: RewindParams; result: RewindResult };
+  "agentd/session/fork": { params: ForkParams; result: ForkResult };
 }
 
 export interface ClientNotifications {

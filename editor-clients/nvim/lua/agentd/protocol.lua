@@ -15,6 +15,9 @@ M.methods = {
   session_todos = "agentd/session/todos",
   session_status = "agentd/session/status",
   session_compact = "agentd/session/compact",
+  session_checkpoints = "agentd/session/checkpoints",
+  session_rewind = "agentd/session/rewind",
+  session_fork = "agentd/session/fork",
   session_update = "agentd/session/update",
   session_request_permission = "agentd/session/requestPermission",
 }
@@ -31,6 +34,9 @@ M.client_methods = {
   "agentd/session/todos",
   "agentd/session/status",
   "agentd/session/compact",
+  "agentd/session/checkpoints",
+  "agentd/session/rewind",
+  "agentd/session/fork",
 }
 
 -- Methods sent as notifications (no response).
