@@ -135,10 +135,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="one offline turn on the bundled emulated model, shown step by step")
     _add_globals(demo, 1)
 
-    sessions = sub.add_parser("sessions", help="list, show, export or delete sessions")
+    sessions = sub.add_parser(
+        "sessions", help="list, show, export, delete, rewind or fork sessions; list their checkpoints"
+    )
     _add_globals(sessions, 1)
     ss = sessions.add_subparsers(
-        dest="sessions_command", metavar="{list,show,export,rm}", required=True, parser_class=_Parser
+        dest="sessions_command",
+        metavar="{list,show,export,rm,checkpoints,rewind,fork}",
+        required=True,
+        parser_class=_Parser,
     )
     ls = ss.add_parser("list", help="newest first")
     ls.add_argument("--workspace", metavar="DIR", help="only this project's sessions")
@@ -151,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     rm.add_argument("id")
     for leaf in (ls, show, export, rm):
         _add_globals(leaf, 2)
+    from agentd.checkpoints_cli import add_parsers
+
+    add_parsers(ss, _add_globals)
     _add_audit_parser(sub)
     _add_doctor_parser(sub)
     _add_trust_parser(sub)
@@ -385,6 +393,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         from agentd.demo import run_demo
 
         return run_demo(args.data_dir)
+    if args.command == "sessions" and args.sessions_command in ("checkpoints", "rewind", "fork"):
+        from agentd.checkpoints_cli import checkpoints_command
+
+        return checkpoints_command(
+            args, data_dir(args.data_dir, write=args.sessions_command != "checkpoints")
+        )
     if args.command == "sessions":
         from agentd.sessions_cli import sessions_command
 

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from agentd.core.instructions import Instructions
+from agentd.persistence.branches import active_seqs
 from agentd.persistence.index import delete_session, list_sessions, read_meta
 from agentd.persistence.paths import DataDir
 from agentd.persistence.records import restore_message
@@ -85,10 +86,17 @@ def _block_text(block: dict[str, Any], markdown: bool) -> str:
     return f"[{kind}]"
 
 
+def _rewind_line(rec: dict[str, Any]) -> str:
+    what = " and ".join(w for w in ("files", "conversation") if rec.get(w))
+    kept = f"; {len(rec['kept'])} path(s) left as they were" if rec.get("kept") else ""
+    return f"--- rewind {rec.get('id')}: {what} back to checkpoint {rec.get('to')}{kept} ---"
+
+
 def render_transcript(
     session_id: str, records: list[dict[str, Any]], blob: Any, markdown: bool, model: str | None = None
 ) -> str:
-    """A readable transcript of the log (every original message, compactions marked) and the current plan.
+    """A readable transcript of the log (every original message, compactions marked; after a conversation
+    rewind the abandoned branch's messages stay, marked `abandoned`, issue 13) and the current plan.
 
     `model`: the model the session last asked for (meta.json; H11), else the one it was created with."""
     lines: list[str] = []
@@ -105,6 +113,7 @@ def render_transcript(
     )
     lines += [f"instructions: {start.summary()}"] if start and start.files else []
     lines.append("")
+    active = active_seqs(records)
     for rec in records:
         kind = rec.get("kind")
         if kind == "message":
@@ -112,10 +121,13 @@ def render_transcript(
             who = "User" if msg["role"] == "user" else "Assistant"
             if all(b.get("type") == "tool_result" for b in msg["content"]):
                 who = "Tool"
+            who += "" if rec.get("seq") in active else " · abandoned"
             body = "\n".join(_block_text(b, markdown) for b in msg["content"])
             lines.append(f"## {who}\n\n{body}\n" if markdown else f"[{who}] {body}")
-        elif kind == "todos":
+        elif kind == "todos" and rec.get("seq") in active:
             todos = rec.get("todos") or []
+        elif kind == "rewind":
+            lines.append(_rewind_line(rec))
         elif kind == "compaction":
             lines.append(f"--- history compressed: {rec.get('replaced')} messages summarised ---")
         elif kind == "instructions":

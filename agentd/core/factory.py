@@ -14,19 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from agentd.audit import AuditLog
-from agentd.checkpoints.restore import read_intent
 from agentd.clock import Clock, default_clock
-from agentd.config import HooksSettings, Settings, StoreSettings, user_config_path
+from agentd.config import HooksSettings, Settings, user_config_path
 from agentd.core.checkpoints import CHECKPOINTS_DIR, Checkpointer
 from agentd.core.context import Context
-from agentd.core.fork import fork_session
 from agentd.core.hooks import Hooks
 from agentd.core.instructions import Instructions, NestedInstructions, latest_record, user_instructions_dir
 from agentd.core.instructions import load as load_instructions
 from agentd.core.journal import Journal
 from agentd.core.prompts import system_blocks
 from agentd.core.replay import replay_into
-from agentd.core.rewind import listing, recover
+from agentd.core.rewind import recover
 from agentd.core.session import EventSink, Session
 from agentd.core.todos import TodoTracker
 from agentd.core.toolbox import Toolbox
@@ -42,7 +40,7 @@ from agentd.permissions.trust import TRUST_FILE, TrustStore, definitions_digest
 from agentd.persistence.branches import active_seqs, on_branch
 from agentd.persistence.paths import DataDir, new_session_id
 from agentd.persistence.records import GrantRecord
-from agentd.persistence.store import SessionStore, read_records
+from agentd.persistence.store import SessionStore
 from agentd.providers.base import Provider
 from agentd.providers.models import context_window
 from agentd.sandbox import Launcher, launcher_for, say_missing_once
@@ -306,21 +304,3 @@ def open_session(
         store.close()
         raise
     return session
-
-
-def stored_checkpoints(data_dir: DataDir, session_id: str) -> dict[str, Any]:
-    """The `agentd/session/checkpoints` result of a stored session, read without its lock (issue 13).
-    Raises SessionNotFound, StorageError."""
-    records, _ = read_records(data_dir, session_id)
-    pending = read_intent(data_dir.session_dir(session_id) / CHECKPOINTS_DIR) is not None
-    return listing(records, pending)
-
-
-def fork_stored(
-    data_dir: DataDir, session_id: str, at: int | str | None, settings: Settings | None = None
-) -> dict[str, Any]:
-    """Fork a stored session (agentd.core.fork), open or not, with the user's grant key. Raises
-    SessionNotFound, CheckpointError, ConfigError, StorageError."""
-    blob_min = (settings.store if settings is not None else StoreSettings.model_validate({})).blob_min_bytes
-    signer = RecordSigner(grant_key(), session_id)
-    return fork_session(data_dir, session_id, at, signer=signer, blob_min_bytes=blob_min)

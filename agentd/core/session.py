@@ -20,10 +20,19 @@ Public API (`Session.PUBLIC`):
 - events: `sink` (a callable receiving each session update, a dict in the wire shape of
   `agentd.protocol.updates`, exactly once; an adapter frames and routes it) and `replay_updates()` (every
   update of a `session/load` replay, built by the same builders as a live turn).
-- checkpoints (issue 13; agentd.core.rewind, agentd.core.fork): `checkpoints()` (the
-  `agentd/session/checkpoints` result), `await rewind(to, files=, conversation=, overwrite=, dry_run=)` (the
-  files and/or the conversation back to a checkpoint; `agentd/session/rewind`), `fork(at=None)` (a new
-  session with this one's history up to a checkpoint; `agentd/session/fork`; it is not opened).
+- checkpoints (issue 13; docs/checkpoints.md; agentd.core.checkpoints, rewind, fork): a checkpoint is taken
+  before each prompt and each `run_command` (the `checkpoint` update, its `messageId` the prompt's).
+  `checkpoints()` -> the `agentd/session/checkpoints` result (PROTOCOL.md §6.12: `{checkpoints[], rewinds[],
+  pendingRewind}`); `await rewind(to, files=True, conversation=True, overwrite=False, dry_run=False)` -> the
+  `agentd/session/rewind` result (§6.13: `{to, done, files?: {restored, removed, kept[{path, reason}]},
+  conversation?: {messagesBefore, messagesAfter, abandonedPrompts}, checkpoint?}`); `to` is a checkpoint id
+  or a prompt number; files the user changed after the checkpoint are kept (`changed_by_user`) unless
+  `overwrite` is True or lists them: ask the user, then call again. After a conversation rewind the session
+  holds the rewound conversation and plan (a client re-renders it from `replay_updates()`). `fork(at=None)`
+  -> the `agentd/session/fork` result (§6.14: `{sessionId, forkedFrom, at, title, messages}`; the fork is
+  created, not opened: open it as any stored session). Errors: SessionBusyError (a turn runs),
+  CheckpointError (a UsageError: unknown target, or one that cannot serve; the text says what to do). For a
+  session no client holds open: agentd.core.stored (`stored_checkpoints`, `rewind_stored`, `fork_stored`).
 - `close()`: flush and release the lock, ask the MCP servers to stop; idempotent. `await aclose()` also waits
   for the MCP servers.
 Updates are emitted after what they report is persisted (persist before notify). Must not import pygls,

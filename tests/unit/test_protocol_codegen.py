@@ -140,7 +140,10 @@ _BUILT = [
     (updates.plan([], '{"todos":[]}'), updates.Plan),
     (updates.retry(1, 4.0, "Anthropic is unavailable (HTTP 529): Overloaded", 529), updates.Retry),
     (updates.retry(2, 0.5, "Anthropic stream failed (overloaded_error)"), updates.Retry),
-    (updates.checkpoint("2", "prompt", 2, message_id="msg_1", files=12, changed=3, not_covered=1), updates.Checkpoint),
+    (
+        updates.checkpoint("2", "prompt", 2, message_id="msg_1", files=12, changed=3, not_covered=1),
+        updates.Checkpoint,
+    ),
     (updates.checkpoint("2.1", "run_command", 2, error="OSError: disk full"), updates.Checkpoint),
     (
         updates.usage_update(
@@ -210,7 +213,7 @@ def test_every_update_example_of_protocol_md_validates() -> None:
     kinds = {type(adapter.validate_python(e)).__name__ for e in examples}
     assert kinds == {
         "AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk", "ToolCall", "ToolCallUpdate", "Plan",
-        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate", "Retry",
+        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate", "Retry", "Checkpoint",
     }  # fmt: skip
 
 
@@ -228,7 +231,7 @@ def test_typescript_types_the_update_union() -> None:
     union = next(ln for ln in ts.splitlines() if ln.startswith("export type SessionUpdate = "))
     assert union.split(" = ", 1)[1].rstrip(";").split(" | ") == [
         "AgentMessageChunk", "AgentThoughtChunk", "UserMessageChunk", "ToolCall", "ToolCallUpdate", "Plan",
-        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate", "Retry",
+        "UsageUpdate", "SessionInfoUpdate", "CurrentModeUpdate", "Retry", "Checkpoint",
     ]  # fmt: skip
     assert '  sessionUpdate: "tool_call_update";' in ts
     info = ts[ts.index("export interface SessionInfoUpdate {") :].split("}\n", 1)[0]

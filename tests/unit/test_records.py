@@ -29,7 +29,7 @@ def test_kinds_and_version() -> None:
     assert LOG_VERSION == 1
     assert frozenset(
         {"meta", "prompt", "message", "tool_call", "tool_started", "todos", "grant", "mode", "title",
-         "usage", "compaction", "instructions", "withdrawn"}
+         "usage", "compaction", "instructions", "withdrawn", "checkpoint", "rewind"}
     ) == KINDS  # fmt: skip
     assert is_known_kind("message") is True
     assert is_known_kind("future_kind") is False

@@ -27,7 +27,7 @@ def checkpoints(conn: Connection, raw: Any) -> dict[str, Any]:
     hosted = conn.sessions.get(params.session_id)
     if hosted is not None:
         return hosted.session.checkpoints()
-    from agentd.core.factory import stored_checkpoints
+    from agentd.core.stored import stored_checkpoints
 
     return stored_checkpoints(conn.daemon.data_dir, params.session_id)
 
@@ -56,7 +56,7 @@ def fork(conn: Connection, raw: Any) -> dict[str, Any]:
             return hosted.session.fork(params.at)
         except SessionBusyError:
             raise _busy(params.session_id) from None
-    from agentd.core.factory import fork_stored
+    from agentd.core.stored import fork_stored
     from agentd.persistence.index import read_meta
 
     meta = read_meta(conn.daemon.data_dir, params.session_id)
