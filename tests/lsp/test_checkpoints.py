@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from agentd.testing.emulator import Emulator
-from tests.lsp.harness import daemon_env
+from tests.lsp.harness import AGENTD_CAP, daemon_env
+
+CHECKPOINTS_CAP = {**AGENTD_CAP, "checkpoints": True}
 
 
 def command(tid: str, cmd: str) -> dict[str, Any]:
@@ -25,7 +27,7 @@ async def test_checkpoints_rewind_and_fork_over_lsp(
         {"reply": [command("c1", "printf made > made.txt && printf changed > keep.txt")]},
         {"reply": [{"type": "text", "text": "done"}]},
     ]})  # fmt: skip
-    d = await daemons("vscode", daemon_env(data_dir, emulator.url), [workspace])
+    d = await daemons("vscode", daemon_env(data_dir, emulator.url), [workspace], agentd_cap=CHECKPOINTS_CAP)
     sid = await d.new(workspace)
     assert await d.prompt(sid, "change the files") == "end_turn"
     live = d.rec.of(sid, "checkpoint")

@@ -26,7 +26,8 @@ from tests.lsp.harness import (
 
 METHODS = ["agentd/session/new", "agentd/session/load", "agentd/session/list", "agentd/session/prompt",
            "agentd/session/cancel", "agentd/session/close", "agentd/session/setMode", "agentd/session/todos",
-           "agentd/session/status", "agentd/session/compact"]  # fmt: skip
+           "agentd/session/status", "agentd/session/compact", "agentd/session/checkpoints",
+           "agentd/session/rewind", "agentd/session/fork"]  # fmt: skip
 
 
 def capabilities(

@@ -47,6 +47,7 @@ class ClientCaps:
 
     agentd_permission: bool = False
     save_after_apply: bool = False
+    checkpoints: bool = False  # the client shows `checkpoint` updates (issue 13); others never get them
     protocol_version: int = 1
     apply_edit: bool = False
     document_changes: bool = False
@@ -61,6 +62,7 @@ class ClientCaps:
         return cls(
             agentd_permission=_at(caps, "experimental", "agentd", "requestPermission") is True,
             save_after_apply=_at(caps, "experimental", "agentd", "saveAfterApply") is True,
+            checkpoints=_at(caps, "experimental", "agentd", "checkpoints") is True,
             protocol_version=version if isinstance(version, int) and not isinstance(version, bool) else 1,
             apply_edit=bool(_at(caps, "workspace", "applyEdit")),
             document_changes=bool(_at(caps, "workspace", "workspaceEdit", "documentChanges")),
@@ -273,6 +275,8 @@ class Connection:
     def notify_update(self, session_id: str, update: dict[str, Any], *, replay: bool = False) -> None:
         if self.state == "closed":
             return
+        if update.get("sessionUpdate") == "checkpoint" and not self.caps.checkpoints:
+            return  # an agentd-only update the client did not ask for (PROTOCOL.md §4.2)
         params: dict[str, Any] = {"sessionId": session_id, "update": update}
         if replay:
             params["_meta"] = {"agentd": {"replay": True}}
