@@ -23,6 +23,7 @@ from agentd.providers.openai_compat import OpenAICompatProvider
 from agentd.testing.emulator import Emulator
 from agentd.testing.emulator import validate_request as emu_validate
 from tests.integration.conftest import answers_of, text
+from tests.lsp.harness import wait_until
 
 READ_A = {"name": "read_file", "input": {"path": "a.txt"}}
 
@@ -120,14 +121,6 @@ async def test_an_odd_tool_call_id_never_kills_the_session_openai(
     assert "alpha" in messages[2]["content"][0]["content"]
 
 
-async def _until(done: Any, timeout: float = 30.0) -> None:
-    """Poll `done()` on the event loop until it holds (the client reads the stream in this loop)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not done():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-
-
 def _raw_line(seq: int, kind: str, **payload: Any) -> str:
     record = {"v": 1, "seq": seq, "at": "2026-01-01T00:00:00Z", "kind": kind, **payload}
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -207,7 +200,9 @@ async def test_a_cancelled_reply_is_stored_under_the_same_rules(
         h = make_harness(provider=provider)
         turn = asyncio.ensure_future(h.session.prompt(_prompt("read")))
         assert await emulator.wait_reached_async("mid", timeout=30)
-        await _until(lambda: any(u["sessionUpdate"] == "agent_message_chunk" for u in h.updates))
+        await wait_until(
+            lambda: any(u["sessionUpdate"] == "agent_message_chunk" for u in h.updates), "a text chunk"
+        )
         h.session.cancel()  # the tool_use block (before the text) has been read
         assert await asyncio.wait_for(turn, 30) == "cancelled"
         emulator.gate("mid").open()
