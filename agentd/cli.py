@@ -317,6 +317,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `agentd` console script. Returns (and exits with) the exit code of §3.1."""
+    from agentd.log import reserve_standard_streams
+
+    reserve_standard_streams()  # `agentd ... >&-`: a closed stdout is a closed pipe; no file takes fd 1
     try:
         code = _main(argv)
     except BrokenPipeError:

@@ -1,6 +1,6 @@
 """Logging and the terminal's two streams: stderr or a log file, never stdout (CONTRACTS.md §10).
 
-Owns: `setup_logging(verbose, log_file)`, `open_log_file` (no link followed, 0600, parent folders 0700),
+Owns: `reserve_standard_streams()` (fds 0-2 closed at start: H7 class, break9), `setup_logging(verbose, log_file)`, `open_log_file` (no link followed, 0600, parent folders 0700),
 `Console` (stdout for the assistant's text, stderr one whole line at a time; they never interleave mid-line
 when both reach one file) and `LineWriter`, the sink of the operator lines (`[turn · …]`,
 `[Permission] …`, `[Hook] …`, `[Tool] …`, `[compressed history · …]`).
@@ -12,6 +12,7 @@ command reaches the terminal as itself). Imports agentd.errors, agentd.text and 
 from __future__ import annotations
 
 import errno
+import io
 import logging
 import os
 import stat
@@ -64,6 +65,41 @@ class Console:
                 self.open_line = False
                 sys.stdout.write("\n")
                 sys.stdout.flush()
+
+
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout when fd 1 was closed at start (`agentd sessions list >&-`): every write fails as a write to
+    a pipe whose reader went away does, so the command stops as in a closed pipe (H7), not with an internal
+    error."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "stdout is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+
+def reserve_standard_streams() -> None:
+    """Call first thing: a standard descriptor (0, 1, 2) closed when agentd started (`>&-`, `2>&-`) gets
+    /dev/null, so no file agentd opens later takes its number (a session log as fd 1 would receive what a
+    child process prints). Then a closed stdout fails every write (`_ClosedStdout`: the run stops as in a
+    closed pipe, exit 141); a closed stdin reads nothing and a closed stderr discards the operator lines."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if fd == 1:
+            sys.stdout = _ClosedStdout()
+        elif fd == 2:
+            sys.stderr = open(2, "w", closefd=False)  # the process's stderr: never closed
+        else:
+            sys.stdin = open(0, closefd=False)
 
 
 def _same_file(a: IO[str], b: IO[str]) -> bool:

@@ -95,3 +95,42 @@ def test_agentd_run_and_the_session_views_show_a_hostile_reply_escaped(tmp_path:
     assert "\\x1b[8mhidden" in _agentd(["sessions", "show", sid], tmp_path).stdout
     jsonl = _agentd(["sessions", "export", sid, "--format", "jsonl"], tmp_path).stdout
     assert json.dumps(HOSTILE, ensure_ascii=False)[1:-1] in jsonl  # the log itself, JSON-escaped
+
+
+def test_a_closed_standard_stream_is_a_closed_pipe_not_an_internal_error(tmp_path: Path) -> None:
+    """H7 (break9): `agentd sessions list >&-` (stdout closed, not a pipe) said "internal error:
+    AttributeError" and exit 1; `agentd run ... >&-` logged a traceback and claimed the reply was empty.
+    Now a closed stdout stops the command as a closed pipe does (quiet exit 141), a closed stderr or stdin
+    is /dev/null, and no file agentd opens takes a closed descriptor's number."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"answers": [{"reply": ["one"]}, {"reply": ["two"]}]}), encoding="utf-8")
+    env = {**os.environ, "AGENTD_DATA_DIR": str(tmp_path / "data")}
+    run = [
+        "run",
+        "--workspace",
+        str(ws),
+        "--provider",
+        "scripted",
+        "--scenario",
+        str(scenario),
+        "--prompt",
+        "hi",
+    ]
+
+    def closed(redirect: str, *args: str) -> subprocess.CompletedProcess[str]:
+        script = f'exec "$@" {redirect}'
+        return subprocess.run(["bash", "-c", script, "bash", *AGENTD, *args], env=env, text=True,
+                              capture_output=True, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+
+    quiet = closed("2>&- <&-", *run)
+    assert (quiet.returncode, quiet.stdout) == (0, "one\n")
+    listed = closed(">&-", "sessions", "list")
+    assert (listed.returncode, listed.stderr) == (141, "")
+    turn = closed(">&-", *run)
+    assert turn.returncode == 141 and "Traceback" not in turn.stderr and "empty" not in turn.stderr
+    (sid, *_) = sorted(os.listdir(tmp_path / "data" / "sessions"))
+    for name in ("log.jsonl", "audit.jsonl", "meta.json"):
+        path = tmp_path / "data" / "sessions" / sid / name
+        assert not path.exists() or "[turn" not in path.read_text(encoding="utf-8")
