@@ -195,31 +195,44 @@ def _trust(args: argparse.Namespace) -> int:
         return EXIT_OK
     definitions = workspace_definitions(load_settings(workspace))
     store.trust(workspace, definitions_digest(definitions))
-    console.line(f"agentd: {workspace} is trusted; its hooks run from the next session on")
-    for point, items in definitions["hooks"].items():
-        for hook in items:
-            console.line(f"  {point}: {hook['command']}")
+    console.line(f"agentd: {workspace} is trusted; its hooks and MCP servers run from the next session on")
+    for line in _definition_lines(definitions):
+        console.line(f"  {line}")
     return EXIT_OK
+
+
+def _definition_lines(definitions: dict[str, Any]) -> list[str]:
+    """One line per hook (`turn_end: notify-send ...`) and MCP server (`mcp server db: db-mcp --ro`) that a
+    workspace defines (agentd.core.factory.workspace_definitions)."""
+    import shlex
+
+    out = [f"{point}: {h['command']}" for point, items in definitions["hooks"].items() for h in items]
+    for name, s in (definitions.get("mcp") or {}).items():
+        out.append(
+            f"mcp server {name}: " + (shlex.join([s["command"], *s["args"]]) if s["command"] else s["url"])
+        )
+    return out
 
 
 def _ask_trust(workspace: Path, settings: Any, tty: str = "/dev/tty") -> None:
     """Issue 12 §5, asked once: when the workspace defines hooks the user has not trusted (with exactly
     these definitions), ask on the terminal; a yes is remembered (`agentd trust --revoke DIR` undoes it).
     No terminal, or no: the session runs without them (the factory says so)."""
-    from agentd.core.factory import trust_store, workspace_definitions
+    from agentd.core.factory import trust_store, workspace_code, workspace_definitions
     from agentd.permissions.trust import definitions_digest
     from agentd.text import visible
 
-    if not settings.workspace_hooks.any():
+    if not workspace_code(settings):
         return
     store = trust_store()
     definitions = workspace_definitions(settings)
     digest = definitions_digest(definitions)
     if store.is_trusted(workspace, digest):
         return
-    lines = [f"{point}: {h['command']}" for point, items in definitions["hooks"].items() for h in items]
+    lines = _definition_lines(definitions)
     question = (
-        f"\n[agentd] {workspace}/.agentd/config.toml defines hooks, commands that would run with your rights:\n"
+        f"\n[agentd] {workspace}/.agentd/config.toml defines hooks or MCP servers, commands that would run with "
+        "your rights:\n"
         + "".join(f"  {visible(line, one_line=True)}\n" for line in lines)
         + "Trust this workspace and run them? [y/N]: "
     )
@@ -383,10 +396,14 @@ def _mcp_list(args: argparse.Namespace) -> int:
     settings = load_settings(workspace, warnings=warnings)
     for w in warnings:
         console.line(f"agentd: warning: {w}")
-    from agentd.core.factory import session_launcher
+    from agentd.core.factory import session_launcher, untrusted_notice
 
+    notice = untrusted_notice(settings, workspace)
+    if notice is not None:
+        console.line(f"agentd: {notice}")
     launcher = session_launcher(settings, workspace, data_dir(args.data_dir, write=False))
-    return asyncio.run(mcp_list(settings, workspace, launcher))
+    trusted = bool(settings.workspace_mcp_servers) and notice is None
+    return asyncio.run(mcp_list(settings, workspace, launcher, workspace_trusted=trusted))
 
 
 def _dispatch(args: argparse.Namespace) -> int:

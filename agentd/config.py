@@ -210,6 +210,10 @@ class Settings(_Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)  # type: ignore[arg-type]
     hooks: HooksSettings = Field(default_factory=HooksSettings)  # type: ignore[arg-type]
     workspace_hooks: HooksSettings = Field(default_factory=HooksSettings, alias="workspaceHooks")  # type: ignore[arg-type]
+    # the MCP servers a workspace file defines: started only once the user trusts it (issue 12 §5)
+    workspace_mcp_servers: dict[Annotated[str, StringConstraints(pattern=MCP_NAME)], MCPServerSettings] = (
+        Field(default_factory=dict, alias="workspaceMcpServers")
+    )
     openai: OpenAISettings = Field(default_factory=OpenAISettings)  # type: ignore[arg-type]
     mcp: MCPSettings = Field(default_factory=MCPSettings)  # type: ignore[arg-type]
     auth_token: str | None = Field(None, alias="authToken")
@@ -225,7 +229,8 @@ class Settings(_Section):
         return min(configured, window) if configured else int(window * 0.8)
 
 
-WORKSPACE_FORBIDDEN = ("provider", "base_url", "api_key_env", "mcp")
+WORKSPACE_FORBIDDEN = ("provider", "base_url", "api_key_env")
+WORKSPACE_ONLY = ("workspace_hooks", "workspace_mcp_servers")  # set from a workspace file's hooks and servers
 # tools of MCP servers: mcp__SERVER__TOOL, or all of one server's as mcp__SERVER__* (permissions.rules)
 MCP_TOOL = re.compile(r"mcp__[A-Za-z0-9_-]+__([A-Za-z0-9_.-]+|\*)")
 
@@ -343,11 +348,7 @@ def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -
     for key in WORKSPACE_FORBIDDEN:
         if key in data:
             data.pop(key)
-            what = (
-                "define MCP servers (programs agentd would start)"
-                if key == "mcp"
-                else "choose the provider, its URL or the variable holding its API key"
-            )
+            what = "choose the provider, its URL or the variable holding its API key"
             warnings.append(
                 f"{path}: '{_spelled(raw, key, Settings)}' ignored: {why}, so it may not {what}; {instead}"
             )
@@ -482,7 +483,7 @@ def lenient_options(options: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
     warnings: list[str] = []
     data = _to_snake(options)
     data.pop("auth_token", None)
-    for key in ("hooks", "workspace_hooks"):  # commands to run: only from config files (docs/hooks.md)
+    for key in ("hooks", *WORKSPACE_ONLY):  # commands to run: only from config files (docs/hooks.md)
         if data.pop(key, None) is not None:
             warnings.append(
                 f"initializationOptions.{key} ignored: hooks are read from config.toml files only."
@@ -581,7 +582,7 @@ def load_settings(
     user = _drop_unknown(_to_snake(_read_toml(user_path)), str(user_path), warns)
     _validate_file(user, user_path)
     _rule_warnings(user, str(user_path), warns)
-    merged = {k: v for k, v in user.items() if k != "workspace_hooks"}  # only a workspace file sets those
+    merged = {k: v for k, v in user.items() if k not in WORKSPACE_ONLY}  # only a workspace file sets those
     if workspace is not None:
         ws_path = workspace / ".agentd" / "config.toml"
         try:
@@ -594,6 +595,9 @@ def load_settings(
         _rule_warnings(_to_snake(raw_ws), str(ws_path), warns)  # indexes as in the file
         if "hooks" in ws:  # a workspace's hooks run only once the user trusts it (issue 12 §5)
             ws["workspace_hooks"] = ws.pop("hooks")
+        ws.pop("workspace_mcp_servers", None)
+        if isinstance(ws.get("mcp"), dict) and "servers" in ws["mcp"]:  # its servers too
+            ws["workspace_mcp_servers"] = ws["mcp"].pop("servers")
         merged = _merge_layer(merged, ws)
     if editor_options:
         opts, opt_warnings = lenient_options(editor_options)

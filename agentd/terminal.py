@@ -277,14 +277,14 @@ async def open_or_create(
     learned (issue 17: the client's status line shows the real figure from the start), for the terminal front
     ends. Raises SessionNotFound, SessionLocked, StorageError, and ConfigError when the session's folder is
     gone."""
-    from agentd.core.factory import create_session, open_session, session_launcher
-    from agentd.mcp.manager import specs_from_settings, start_servers
+    from agentd.core.factory import create_session, open_session, session_launcher, session_mcp_specs
+    from agentd.mcp.manager import start_servers
 
     s = settings
     common: dict[str, Any] = {"settings": s, "provider": provider, "data_dir": data_dir, "approver": approver,
                               "sink": sink, "lines": lines}  # fmt: skip
     common["mcp"] = await start_servers(
-        specs_from_settings(s),
+        session_mcp_specs(s, workspace),
         workspace,
         s,
         warn=lambda text: lines(f"agentd: warning: {text}"),

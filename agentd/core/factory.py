@@ -78,20 +78,30 @@ def trust_store() -> TrustStore:
 
 
 def workspace_definitions(settings: Settings) -> dict[str, Any]:
-    """What the workspace config defines that runs code, which trust is bound to (its digest)."""
-    return {"hooks": settings.workspace_hooks.model_dump()}
+    """What the workspace config defines that runs code, which trust is bound to (its digest): its hooks,
+    and its MCP servers when it defines any (so a digest of hooks alone stays what it was)."""
+    out: dict[str, Any] = {"hooks": settings.workspace_hooks.model_dump()}
+    if settings.workspace_mcp_servers:
+        out["mcp"] = {n: s.model_dump() for n, s in sorted(settings.workspace_mcp_servers.items())}
+    return out
+
+
+def workspace_code(settings: Settings) -> list[str]:
+    """What the workspace config defines that would run code: `["hooks"]`, `["mcp"]`, both or none."""
+    return [w for w, on in (("hooks", settings.workspace_hooks.any()), ("mcp", bool(settings.workspace_mcp_servers)))
+            if on]  # fmt: skip
 
 
 def untrusted_notice(settings: Settings, root: Path) -> str | None:
-    """None when the workspace at `root` defines nothing that runs code (hooks) or the user trusts it with
-    exactly these definitions; else the one text (terminal, editors, status) that says what does not run,
-    why, and how to trust it (issue 12 §5; docs/security.md §7)."""
-    if not settings.workspace_hooks.any():
+    """None when the workspace at `root` defines nothing that runs code (hooks, MCP servers) or the user
+    trusts it with exactly these definitions; else the one text (terminal, editors, status) that says what
+    does not run, why, and how to trust it (issue 12 §5; docs/security.md §7)."""
+    what = workspace_code(settings)
+    if not what or trust_store().is_trusted(root, definitions_digest(workspace_definitions(settings))):
         return None
-    if trust_store().is_trusted(root, definitions_digest(workspace_definitions(settings))):
-        return None
+    named = " and ".join({"hooks": "hooks", "mcp": "MCP servers"}[w] for w in what)
     return (
-        f"the hooks of {root}/.agentd/config.toml do not run: this workspace is not trusted (or its hooks "
+        f"the {named} of {root}/.agentd/config.toml do not run: this workspace is not trusted (or they "
         f"changed since you trusted it). Read that file; to let them run, use `agentd trust {root}` in a "
         "terminal, then start a new session (or reopen this one)"
     )
@@ -106,9 +116,9 @@ def user_hooks(settings: Settings, root: Path, lines: LineWriter, session_id: st
     if settings.workspace_hooks.any() and notice is None:
         specs += _specs(settings.workspace_hooks, str(root))
     elif notice is not None:
-        lines(f"[Hook] {notice}")
+        lines(f"[Trust] {notice}")
     return UserHooks(specs, root, api_key_env=settings.api_key_env, write=lines, session_id=session_id,
-                     untrusted=notice)  # fmt: skip
+                     untrusted=notice, ignored=workspace_code(settings) if notice else [])  # fmt: skip
 
 
 def _specs(hooks: HooksSettings, origin: str) -> list[HookSpec]:
@@ -124,6 +134,16 @@ def launcher(settings: Settings, root: Path, protected: ProtectedPaths) -> Launc
     """The session's launcher for `run_command` (issue 12): `sandbox.*` over the workspace `root`."""
     box = settings.sandbox
     return launcher_for(box.mode, [root], protected, network=box.network, writable=box.writable)
+
+
+def session_mcp_specs(settings: Settings, cwd: Path) -> list[Any]:
+    """The MCP servers a session at `cwd` starts (agentd.mcp.manager.specs_from_settings): the user's and
+    the editor's, and the workspace file's once the user trusts the workspace with them."""
+    from agentd.mcp.manager import specs_from_settings
+
+    root = Path(os.path.realpath(cwd))
+    trusted = bool(settings.workspace_mcp_servers) and untrusted_notice(settings, root) is None
+    return specs_from_settings(settings, workspace_trusted=trusted)
 
 
 def session_launcher(settings: Settings, cwd: Path, data_dir: DataDir) -> Launcher:

@@ -156,14 +156,16 @@ class UserHooks:
     write: Callable[[str], None] = lambda _line: None
     session_id: str = ""
     running: set[asyncio.Task[list[HookAnswer]]] = field(default_factory=set)
-    untrusted: str | None = None  # why the workspace's own hooks do not run (agentd.core.factory)
+    untrusted: str | None = None  # why the workspace's own hooks and servers do not run (agentd.core.factory)
+    ignored: list[str] = field(default_factory=list)  # what does not run for want of trust: hooks, mcp
 
     def trust_json(self) -> dict[str, Any]:
-        """The `trust` of the session status: `{"trusted": false, "ignored": ["hooks"], "notice": ...}`
-        when the workspace defines hooks the user has not trusted, else `{"trusted": true, "ignored": []}`."""
+        """The `trust` of the session status: `{"trusted": false, "ignored": ["hooks", "mcp"], "notice":
+        ...}` when the workspace defines hooks or MCP servers the user has not trusted, else
+        `{"trusted": true, "ignored": []}`."""
         if self.untrusted is None:
             return {"trusted": True, "ignored": []}
-        return {"trusted": False, "ignored": ["hooks"], "notice": self.untrusted}
+        return {"trusted": False, "ignored": list(self.ignored), "notice": self.untrusted}
 
     def register(self, hooks: Any) -> None:
         """Attach the observing points to the session's in-process `Hooks` (agentd.core.hooks): each runs

@@ -16,10 +16,13 @@ from agentd.sandbox.launcher import Launcher
 from agentd.text import terminal_safe
 
 
-async def mcp_list(settings: Any, workspace: Path, launcher: Launcher | None = None) -> int:
+async def mcp_list(
+    settings: Any, workspace: Path, launcher: Launcher | None = None, *, workspace_trusted: bool = False
+) -> int:
     """Print the servers and their tools; exit code 0 when every server started, 1 when one did not.
-    `launcher`: the one a session there would get, so a server starts (or not) as in a session."""
-    specs = specs_from_settings(settings)
+    `launcher`: the one a session there would get, so a server starts (or not) as in a session;
+    `workspace_trusted`: the workspace file's servers are listed too (the user trusts it with them)."""
+    specs = specs_from_settings(settings, workspace_trusted=workspace_trusted)
     if not specs:
         sys.stdout.write(
             "no MCP servers configured; add [mcp.servers.NAME] with command/args/env or url to config.toml\n"

@@ -27,10 +27,15 @@ from agentd.sandbox.launcher import Launcher
 SECRET_ENV = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"})
 
 
-def specs_from_settings(settings: Any) -> list[ServerSpec]:
-    """The `[mcp.servers.NAME]` tables of the effective settings, as specs, by name."""
+def specs_from_settings(settings: Any, *, workspace_trusted: bool = False) -> list[ServerSpec]:
+    """The `[mcp.servers.NAME]` tables of the effective settings, as specs, by name; with
+    `workspace_trusted`, also the workspace file's (`settings.workspace_mcp_servers`; a name the user's or
+    editor's config defines keeps their definition). Trust is the caller's to check
+    (agentd.core.factory.session_mcp_specs)."""
+    servers = dict(settings.workspace_mcp_servers) if workspace_trusted else {}
+    servers.update(settings.mcp.servers)
     out = []
-    for name, s in sorted(settings.mcp.servers.items()):
+    for name, s in sorted(servers.items()):
         out.append(
             ServerSpec(
                 name=name,

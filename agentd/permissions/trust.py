@@ -6,7 +6,7 @@ it defines and a MAC made with the per-user grant key, so an entry only agentd w
 `definitions_digest()`. A workspace's `.agentd/config.toml` may tighten the user's settings without trust
 (more `deny`/`ask` rules, `sandbox = "required"`, more hidden paths); what it may not do without trust is
 run its own code: its `[[hooks.*]]` and its MCP servers. Trust is asked once per workspace (the terminal's
-question, the editor's `window/showMessageRequest`, or `agentd trust DIR`), remembered, and revocable
+question, or `agentd trust DIR`, which the editors' warning names), remembered, and revocable
 (`agentd trust --revoke DIR`). It is bound to what the workspace defined when it was trusted: when the
 hooks or servers change, the workspace is untrusted again until asked. Imports only the standard library
 and `agentd.permissions.signing`.

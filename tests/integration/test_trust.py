@@ -1,5 +1,6 @@
-"""The trust boundary (issue 12 §5): a workspace's hooks do not run until the user trusts the workspace;
-trusting it (`agentd trust DIR`) runs them; a change of its hooks, or `--revoke`, untrusts it again."""
+"""The trust boundary (issue 12 §5): a workspace's hooks and MCP servers do not run until the user trusts
+the workspace; trusting it (`agentd trust DIR`) runs them; a change of its hooks or servers, or `--revoke`,
+untrusts it again."""
 
 from __future__ import annotations
 
@@ -49,12 +50,12 @@ async def test_untrusted_hooks_do_not_run_trusting_runs_them(tmp_path: Path) -> 
     lines: list[str] = []
     await decide_once(ws, tmp_path / "data", lines)
     assert not ran.exists()
-    want = f"[Hook] the hooks of {ws}/.agentd/config.toml do not run: this workspace is not trusted"
+    want = f"[Trust] the hooks of {ws}/.agentd/config.toml do not run: this workspace is not trusted"
     assert [line for line in lines if line.startswith(want)] != []
     done = cli("trust", str(ws))
     assert (done.returncode, done.stderr.splitlines()[0]) == (
         0,
-        f"agentd: {ws} is trusted; its hooks run from the next session on",
+        f"agentd: {ws} is trusted; its hooks and MCP servers run from the next session on",
     )
     await decide_once(ws, tmp_path / "data", [])
     assert ran.exists()
@@ -81,3 +82,53 @@ def test_a_forged_trust_entry_counts_for_nothing(tmp_path: Path) -> None:
     store.path.parent.mkdir(parents=True, exist_ok=True)
     store.path.write_text('{"trusted": [{"workspace": "/x", "digest": "sha256:0", "mac": "hmac-sha256:00"}]}')
     assert store.entries() == []
+
+
+async def test_untrusted_mcp_servers_do_not_start_trusting_starts_them(tmp_path: Path) -> None:
+    """Issue 12 acceptance ("an untrusted workspace's hooks and MCP servers do not start; trusting it starts
+    them"), follow-up item 6: a workspace's `[mcp.servers.NAME]` were dropped for good, so trusting the
+    workspace never started them. They are now held until the user trusts the workspace with exactly those
+    definitions; a user's server of the same name keeps the user's definition."""
+    import json
+
+    from agentd.core.factory import session_mcp_specs, untrusted_notice
+    from agentd.mcp.manager import start_servers
+
+    repo = Path(__file__).resolve().parents[2]
+    ws = tmp_path / "ws"
+    (ws / ".agentd").mkdir(parents=True)
+    cfg = ws / ".agentd" / "config.toml"
+    cfg.write_text(f"[mcp.servers.demo]\ncommand = {json.dumps(sys.executable)}\n"
+                   f'args = ["-m", "tests.mcp_servers.demo"]\nenv = {{ PYTHONPATH = {json.dumps(str(repo))} }}\n')  # fmt: skip
+    settings = load_settings(ws)
+    assert settings.mcp.servers == {} and list(settings.workspace_mcp_servers) == ["demo"]
+    assert session_mcp_specs(settings, ws) == []
+    notice = untrusted_notice(settings, ws.resolve())
+    assert notice is not None and notice.startswith(
+        f"the MCP servers of {ws.resolve()}/.agentd/config.toml do not run"
+    )
+    lines: list[str] = []
+    await decide_once(ws, tmp_path / "data", lines)
+    assert [line for line in lines if line.startswith("[Trust] the MCP servers of")] != []
+
+    done = cli("trust", str(ws))
+    assert done.returncode == 0 and "  mcp server demo: " in done.stderr, done.stderr
+    specs = session_mcp_specs(load_settings(ws), ws)
+    assert [(s.name, s.args) for s in specs] == [("demo", ("-m", "tests.mcp_servers.demo"))]
+    mcp = await start_servers(specs, ws, load_settings(ws), warn=lines.append)
+    assert mcp is not None
+    try:
+        assert "mcp__demo__echo" in [t.name for t in mcp.tools()]
+    finally:
+        await mcp.aclose()
+
+    cfg.write_text(cfg.read_text().replace("tests.mcp_servers.demo", "tests.mcp_servers.other"))  # changed
+    assert session_mcp_specs(load_settings(ws), ws) == []
+    user = Path(os.environ["AGENTD_CONFIG_DIR"]) / "config.toml"
+    assert cli("trust", str(ws)).returncode == 0
+    saved = user.read_text() if user.exists() else None
+    user.write_text('[mcp.servers.demo]\ncommand = "user-demo"\n')
+    try:
+        assert [s.command for s in session_mcp_specs(load_settings(ws), ws)] == ["user-demo"]
+    finally:
+        user.unlink() if saved is None else user.write_text(saved)

@@ -41,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "sandbox": {"mode": "auto", "network": False, "writable": [], "hide": [], "pass_env": []},
     "hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
     "workspace_hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
+    "workspace_mcp_servers": {},
     "openai": {"temperature": None, "seed": None, "reminder_role": "system"},
     "auth_token": None,
     "mcp": {"servers": {}, "start_timeout_s": 30.0},

@@ -10,6 +10,7 @@ import pytest
 
 from agentd.config import load_settings, tool_name_problem
 from agentd.mcp.connection import ServerSpec
+from agentd.mcp.manager import specs_from_settings
 from agentd.mcp.tools import map_result, qualified_name
 from agentd.permissions.rules import Rule, strictest
 
@@ -63,15 +64,22 @@ def test_acp_server_definitions() -> None:
         ServerSpec.from_acp({"type": "sse", "name": "old", "url": "http://x"})
 
 
-def test_a_workspace_file_may_not_start_servers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_workspace_files_servers_wait_for_trust(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workspace's servers are kept apart (`workspace_mcp_servers`) and not started unless the caller
+    says the user trusts the workspace (agentd.core.factory.session_mcp_specs); editor options cannot set
+    them."""
     monkeypatch.setenv("AGENTD_CONFIG_DIR", str(tmp_path / "cfg"))
     ws = tmp_path / "ws"
     (ws / ".agentd").mkdir(parents=True)
     (ws / ".agentd" / "config.toml").write_text('[mcp.servers.evil]\ncommand = "sh"\nargs = ["-c", "id"]\n')
     warnings: list[str] = []
-    settings = load_settings(ws, warnings=warnings)
-    assert settings.mcp.servers == {}
-    assert any("'mcp' ignored" in w and "may not define MCP servers" in w for w in warnings), warnings
+    settings = load_settings(
+        ws, editor_options={"workspaceMcpServers": {"x": {"command": "sh"}}}, warnings=warnings
+    )
+    assert settings.mcp.servers == {} and list(settings.workspace_mcp_servers) == ["evil"]
+    assert specs_from_settings(settings) == []
+    assert [s.name for s in specs_from_settings(settings, workspace_trusted=True)] == ["evil"]
+    assert any("initializationOptions.workspace_mcp_servers ignored" in w for w in warnings), warnings
 
 
 def test_rules_by_server() -> None:

@@ -176,10 +176,10 @@ async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
 async def _start_mcp(conn: Connection, settings: Any, cwd: str) -> Any:
     """The session's MCP servers from the effective config (issue 11); a server that does not start is a
     warning the editor shows, not a failed session."""
-    from agentd.core.factory import session_launcher
-    from agentd.mcp.manager import specs_from_settings, start_servers
+    from agentd.core.factory import session_launcher, session_mcp_specs
+    from agentd.mcp.manager import start_servers
 
-    specs = specs_from_settings(settings)
+    specs = session_mcp_specs(settings, Path(cwd))
     return await start_servers(
         specs,
         Path(cwd),
