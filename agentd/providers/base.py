@@ -10,6 +10,7 @@ History format everywhere in agentd is the Anthropic Messages form: a message is
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -179,12 +180,19 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
 def is_local(base_url: str | None) -> bool:
-    """True when `base_url` points at this machine (Ollama, llama.cpp and vLLM need no key there)."""
-    return bool(base_url) and (urlparse(base_url).hostname or "") in LOCAL_HOSTS
+    """True when `base_url` points at this machine (Ollama, llama.cpp and vLLM need no key there; a refused
+    connection fails fast, issue 9 H11): `localhost` and `*.localhost` (RFC 6761), any loopback address
+    (all of 127.0.0.0/8, ::1, ::ffff:127.x) and the unspecified address (0.0.0.0, ::), which connects here."""
+    host = (urlparse(base_url).hostname or "").rstrip(".").lower() if base_url else ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return any(a.is_loopback or a.is_unspecified for a in (ip, mapped) if a is not None)
 
 
 DEFAULT_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0)

@@ -1,20 +1,25 @@
-"""H20 class (break9): no control character from a model reply, a stored session or a command reaches the
-terminal as itself. A reply that writes `ESC [2J` (clear screen), an OSC title or clipboard sequence, a BEL
-or a lone CR (which rewrites a line: a forged `[Permission] ... -> allow`) is shown with escapes by
-`agentd run`, `agentd sessions show`, `sessions list` and `sessions export --format markdown`; the JSONL
-export stays the log itself."""
+"""break9 attacks on the command line. H20 class: no control character from a model reply, a stored
+session or a command reaches the terminal as itself. A reply that writes `ESC [2J` (clear screen), an OSC
+title or clipboard sequence, a BEL or a lone CR (which rewrites a line: a forged `[Permission] ... -> allow`)
+is shown with escapes by `agentd run`, `agentd sessions show`, `sessions list` and `sessions export --format
+markdown`; the JSONL export stays the log itself. H7 class: a standard stream closed at start. H11 class:
+every address of this machine fails fast when refused."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentd.log import Console
+from agentd.providers.base import is_local
 from agentd.text import terminal_safe
 
 AGENTD = [sys.executable, "-m", "agentd"]
@@ -134,3 +139,45 @@ def test_a_closed_standard_stream_is_a_closed_pipe_not_an_internal_error(tmp_pat
     for name in ("log.jsonl", "audit.jsonl", "meta.json"):
         path = tmp_path / "data" / "sessions" / sid / name
         assert not path.exists() or "[turn" not in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://127.0.0.1:9/v1", True),
+        ("http://127.0.0.2:9/v1", True),
+        ("http://0.0.0.0:9", True),
+        ("http://[::]:9", True),
+        ("http://[::1]:9", True),
+        ("http://[::ffff:127.0.0.1]:9", True),
+        ("http://LOCALHOST:9", True),
+        ("http://ollama.localhost:9", True),
+        ("http://localhost.:9", True),
+        ("http://localhostx:9", False),
+        ("http://10.0.0.1:9", False),
+        ("https://api.anthropic.com", False),
+        (None, False),
+    ],
+)
+def test_every_address_of_this_machine_is_local(url: str | None, local: bool) -> None:
+    """H11 (break9): a refused connection failed fast only for localhost, 127.0.0.1 and ::1; 127.0.0.2 (all of
+    127/8 is loopback), 0.0.0.0 and :: (which connect here) and *.localhost were retried for about 51 s."""
+    assert is_local(url) is local
+
+
+def test_a_refused_connection_to_another_loopback_address_fails_fast(tmp_path: Path) -> None:
+    """H11 (break9): `--base-url http://0.0.0.0:PORT/v1` with nothing listening: one retry, the refusal
+    named, no session kept (as for 127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    url = f"http://0.0.0.0:{port}/v1"
+    out = _agentd(
+        ["run", "--workspace", str(ws), "--provider", "openai", "--base-url", url, "--prompt", "hi"], tmp_path
+    )
+    assert (out.returncode, out.stdout) == (6, "")
+    last = out.stderr.splitlines()[-1]
+    assert "refused the connection" in last and last.endswith("(gave up after 2 attempts)")
+    assert not (tmp_path / "data" / "sessions").exists() or not os.listdir(tmp_path / "data" / "sessions")
