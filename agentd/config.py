@@ -462,6 +462,22 @@ def _rule_warnings(data: dict[str, Any], where: str, warns: list[str]) -> None:
         problem = tool_name_problem(tool) if isinstance(tool, str) else None
         if problem:
             warns.append(f"{where}: permissions.rules[{i}]: {problem}; this rule matches nothing")
+    _matcher_warnings(data.get("hooks"), where, warns)
+
+
+def _matcher_warnings(hooks: Any, where: str, warns: list[str]) -> None:
+    """The same for a tool hook's `matcher` (break9, H13 class): a hook whose matcher names no tool never
+    runs, so a `before_tool` hook meant to deny would block nothing."""
+    for point in ("before_tool", "after_tool"):
+        alias = HooksSettings.model_fields[point].alias or point
+        entries = hooks.get(point, hooks.get(alias)) if isinstance(hooks, dict) else None
+        for i, hook in enumerate(entries if isinstance(entries, list) else []):
+            matcher = hook.get("matcher") if isinstance(hook, dict) else None
+            problem = (
+                tool_name_problem(matcher) if isinstance(matcher, str) and matcher not in ("", "*") else None
+            )
+            if problem:
+                warns.append(f"{where}: hooks.{point}[{i}].matcher: {problem}; this hook never runs")
 
 
 def _validate_file(data: dict[str, Any], path: Path) -> None:
