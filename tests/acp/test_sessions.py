@@ -146,13 +146,15 @@ async def test_client_write_errors_and_mcp_servers_from_the_client(
     emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     """fs/write_text_file answered with an error fails the call with the client's reason (nothing written
-    behind the editor's back); `mcpServers` of session/new are started and their tools used; an SSE server,
+    behind the editor's back); `mcpServers` of session/new and of session/load are started and their tools used; an SSE server,
     which agentd cannot run, is a warning the user sees."""
     emulator.script({"answers": [
         _call("write_file", path="locked.md", content="no\n"),
         {**REPLY, "expect": {"tool_result_for": "toolu_emu_1_1", "is_error": True}},
         _call("mcp__demo__echo", text="hello from mcp"),
         {**REPLY, "expect": {"tool_result_for": "toolu_emu_3_1", "is_error": False, "content": "hello from mcp"}},
+        _call("mcp__demo__echo", text="again after load"),
+        {**REPLY, "expect": {"tool_result_for": "toolu_emu_5_1", "is_error": False, "content": "again after load"}},
     ]})  # fmt: skip
     a = await start(agent_env(data_dir, emulator.url), tmp_path / "agent.err")
 
@@ -177,6 +179,15 @@ async def test_client_write_errors_and_mcp_servers_from_the_client(
     assert await a.prompt(sid, "Echo through MCP") == "end_turn"
     assert "mcp__demo__echo" in [t["name"] for t in emulator.journal[-1]["body"]["tools"]]
     assert await a.close() == 0
+
+    b = await start(
+        agent_env(data_dir, emulator.url), tmp_path / "agent2.err"
+    )  # session/load starts them too
+    b.editor.answers = ["allow_once"]
+    await b.call(b.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[demo]), 60)
+    assert await b.prompt(sid, "Echo again") == "end_turn"
+    assert "mcp__demo__echo" in [t["name"] for t in emulator.journal[-1]["body"]["tools"]]
+    assert await b.close() == 0
 
 
 async def test_credentials_locks_and_unknown_sessions(
@@ -283,3 +294,34 @@ async def test_resume_flag_checks_locks_and_announces_the_session(
     assert b.init.field_meta["agentd"]["resume"] == {"sessionId": sid, "cwd": str(workspace.resolve())}
     await b.call(b.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[]))
     assert await b.close() == 0
+
+
+async def test_an_untrusted_workspaces_hooks_are_named_once_with_how_to_trust_it(
+    emulator: Emulator, tmp_path: Path, data_dir: Path
+) -> None:
+    """Issue 12 §5 in ACP editors: a workspace whose `.agentd/config.toml` defines hooks the user has not
+    trusted says so when a session opens there (a message the user sees, once per workspace and client,
+    and `_meta.agentd.warnings`), naming `agentd trust DIR`; the hooks do not run."""
+    marker = tmp_path / "hook-ran"
+    ws = tmp_path / "repo"
+    (ws / ".agentd").mkdir(parents=True)
+    (ws / ".agentd" / "config.toml").write_text(
+        f'[[hooks.turn_end]]\nname = "mark"\ncommand = "touch {marker}"\n', encoding="utf-8"
+    )
+    ws = ws.resolve()
+    emulator.script({"answers": [REPLY]})
+    a = await start(agent_env(data_dir, emulator.url), tmp_path / "agent.err")
+    new = await a.call(a.conn.new_session(cwd=str(ws), mcp_servers=[]), 60)
+    sid = new.session_id
+    [warning] = new.field_meta["agentd"]["warnings"]
+    assert (
+        warning.startswith(f"the hooks of {ws}/.agentd/config.toml do not run")
+        and f"`agentd trust {ws}`" in warning
+    )
+    await a.editor.expect(lambda e: bool(e.of(sid, "agent_message_chunk")), "the trust warning")
+    assert a.editor.of(sid, "agent_message_chunk")[0]["content"]["text"] == f"agentd: {warning}\n"
+    assert await a.prompt(sid, "hi") == "end_turn"
+    again = await a.call(a.conn.new_session(cwd=str(ws), mcp_servers=[]), 60)
+    assert "warnings" not in (again.field_meta or {}).get("agentd", {})  # told once per workspace
+    assert not marker.exists()
+    assert await a.close() == 0

@@ -89,6 +89,7 @@ class AcpHost:
         self.resume: Hosted | None = None  # `--resume ID`: checked and locked, until the client loads it
         self.prompts: dict[Any, str] = {}  # pending session/prompt request id -> session id
         self.early_cancels: set[Any] = set()  # `$/cancel_request` ids that came before their prompt started
+        self.trust_told: set[str] = set()  # workspaces whose untrusted hooks this client was told of
         self.serving = True
         transport.on_cancel_request = self.cancel_request
 
@@ -237,8 +238,14 @@ class AcpHost:
         return hosted
 
     def _after_setup(self, hosted: Hosted, warnings: list[str]) -> None:
-        """After the answer: the slash commands, and each warning as a message the user sees."""
+        """After the answer: the slash commands, and each warning as a message the user sees; among them, once
+        per workspace, that its hooks do not run for want of trust (issue 12 §5, the session's status `trust`)."""
         sid = hosted.session.id
+        trust = hosted.session.status().get("trust") or {}
+        root = str(hosted.session.cwd)
+        if not trust.get("trusted", True) and root not in self.trust_told:
+            self.trust_told.add(root)
+            warnings.append(f"{trust.get('notice')}.")
 
         def send() -> None:
             self.notify(sid, commands.available_commands_update())
