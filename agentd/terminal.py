@@ -259,13 +259,12 @@ def _approver(setup: TurnSetup, report: TurnReport) -> Approver:
 
 
 def provider_for(settings: Any, env: dict[str, str] | None = None) -> Any:
-    """The model provider of the effective settings (`agentd.providers.factory.make_provider`); `env`
-    replaces the environment its key is read from. Raises ConfigError (no key, bad scenario)."""
-    from agentd.providers.factory import make_provider
+    """The model provider of the effective settings (`agentd.providers.factory.provider_for`, the one rule the
+    adapters use too); `env` replaces the environment its key is read from. Raises ConfigError (no key, bad
+    scenario)."""
+    from agentd.providers.factory import provider_for as of_settings
 
-    s = settings
-    return make_provider(s.provider, model=s.model, base_url=s.base_url, api_key_env=s.api_key_env,
-                         scenario=s.scenario, openai_options=s.openai, retries=s.retries, env=env)  # fmt: skip
+    return of_settings(settings, env=env)
 
 
 async def open_or_create(
