@@ -325,3 +325,56 @@ async def test_an_untrusted_workspaces_hooks_are_named_once_with_how_to_trust_it
     assert "warnings" not in (again.field_meta or {}).get("agentd", {})  # told once per workspace
     assert not marker.exists()
     assert await a.close() == 0
+
+
+async def test_checkpoints_rewind_and_fork_extensions(
+    emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 13 over ACP (PROTOCOL.md §6.12-§6.14, §14): `_agentd/session/checkpoints` lists the prompt's
+    checkpoints, `_agentd/session/fork` copies the session, a dry-run `_agentd/session/rewind` names what
+    would change and the rewind restores the files and drops the turn; a bad target is -32602 saying what to
+    do; the list and a fork also work on a session this process does not hold; the fork loads with its
+    history. No agentd-only `checkpoint` update reaches an ACP client."""
+    (workspace / "keep.txt").write_text("original\n")
+    emulator.script({"answers": [
+        _call("run_command", command="printf made > made.txt && printf changed > keep.txt"),
+        REPLY,
+    ]})  # fmt: skip
+    a = await start(agent_env(data_dir, emulator.url), tmp_path / "agent.err")
+    a.editor.answers = ["allow_once"]
+    sid = await a.new(workspace)
+    assert await a.prompt(sid, "change the files") == "end_turn"
+    assert a.editor.of(sid, "checkpoint") == []
+
+    def ext(method: str, **params: Any) -> Any:
+        return a.call(a.conn.ext_method(f"agentd/session/{method}", {"sessionId": sid, **params}))
+
+    listed = await ext("checkpoints")
+    first = listed["checkpoints"][0]
+    assert (first["id"], first["active"], first["text"]) == ("1", True, "change the files")
+    fork = await ext("fork")
+    assert fork["forkedFrom"] == sid and fork["messages"] == 4
+    dry = await ext("rewind", to=1, dryRun=True)
+    assert (
+        dry["done"] is False and dry["files"]["removed"] == ["made.txt"] and (workspace / "made.txt").exists()
+    )
+    done = await ext("rewind", to="1")
+    assert done["done"] is True and done["conversation"]["messagesAfter"] == 0
+    assert not (workspace / "made.txt").exists() and (workspace / "keep.txt").read_text() == "original\n"
+    bad = await _error(a.conn.ext_method("agentd/session/rewind", {"sessionId": sid, "to": "1.1"}))
+    assert bad.code == -32602 and "--files-only" in str(bad)
+    wrong = await _error(a.conn.ext_method("agentd/session/rewind", {"sessionId": sid, "to": [1]}))
+    assert wrong.code == -32602 and wrong.data["name"] == "InvalidParams"
+    assert await a.close() == 0
+
+    b = await start(agent_env(data_dir, emulator.url), tmp_path / "agent2.err")  # holds no session yet
+    stored = await b.call(b.conn.ext_method("agentd/session/checkpoints", {"sessionId": sid}))
+    assert [r["to"] for r in stored["rewinds"]] == ["1"] and not stored["checkpoints"][0]["active"]
+    again = await b.call(b.conn.ext_method("agentd/session/fork", {"sessionId": sid}))
+    assert again["forkedFrom"] == sid
+    not_loaded = await _error(b.conn.ext_method("agentd/session/rewind", {"sessionId": sid, "to": "r1"}))
+    assert not_loaded.data["name"] == "SessionNotLoaded"
+    await b.call(b.conn.load_session(cwd=str(workspace), session_id=fork["sessionId"], mcp_servers=[]))
+    replayed = b.editor.of(fork["sessionId"], "user_message_chunk")
+    assert [u["content"]["text"] for u in replayed] == ["change the files"]
+    assert await b.close() == 0

@@ -5,8 +5,9 @@ Owns: `AgentdAgent`, whose methods the `agent-client-protocol` SDK calls with va
 close, resume and additional directories; text, resource links, embedded resources and, when the model
 takes them, images; MCP over stdio and HTTP; one auth method), `authenticate`, `session/new`,
 `session/load`, `session/resume`, `session/list`, `session/prompt`, `session/cancel`, `session/set_mode`,
-`session/set_config_option` (the mode, for clients of config options), `session/close`, and the extension methods `_agentd/session/todos`, `_agentd/session/status` and
-`_agentd/session/compact` (the SDK hands them over without the leading underscore). Every error leaves
+`session/set_config_option` (the mode, for clients of config options), `session/close`, and the extension methods `_agentd/session/todos`, `_agentd/session/status`,
+`_agentd/session/compact`, and `_agentd/session/checkpoints|rewind|fork` (agentd.adapters.acp.checkpoints;
+the SDK hands them over without the leading underscore). Every error leaves
 as a `RequestError` with `data.name` (`agentd.adapters.acp.errors`). Holds no state of its own.
 """
 
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from agentd.adapters.acp import checkpoints
 from agentd.adapters.acp.errors import error_of, rpc
 from agentd.adapters.acp.host import AcpHost, busy
 from agentd.core.session import SessionBusyError
@@ -27,7 +29,7 @@ from agentd.protocol import methods
 log = logging.getLogger("agentd.acp")
 
 PROTOCOL_VERSION = 1
-EXTENSIONS = ("agentd/session/todos", "agentd/session/status", "agentd/session/compact")
+EXTENSIONS = ("agentd/session/todos", "agentd/session/status", "agentd/session/compact", *checkpoints.METHODS)
 AUTH_METHOD = {
     "id": "agentd-env",
     "name": "Set ANTHROPIC_API_KEY (or configure a provider), then retry",
@@ -183,6 +185,8 @@ class AgentdAgent:
             if not isinstance(sid, str):
                 raise rpc("InvalidParams", f"{name}: sessionId: a string is required; send the session's id.",
                           errors=[{"loc": "sessionId", "msg": "required"}])  # fmt: skip
+            if method in checkpoints.METHODS:
+                return await checkpoints.call(self.host, method, params)
             s = self.host.hosted_of(sid).session
             if method.endswith("/todos"):
                 return s.todos()

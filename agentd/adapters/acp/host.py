@@ -148,7 +148,7 @@ class AcpHost:
         method = "session/new"
         root = self._dir(method, cwd, "cwd")
         roots = [root, *(self._dir(method, d, "additionalDirectories") for d in extra)]
-        settings, warnings = self._settings(root)
+        settings, warnings = self.settings_of(root)
         provider = _provider(settings)
         bridge = AcpBridge(self)
         mcp = await self._start_mcp(settings, root, mcp_servers, warnings)
@@ -207,7 +207,7 @@ class AcpHost:
 
         if read_meta(self.data_dir, sid) is None:
             raise not_found(sid)
-        settings, more = self._settings(root)
+        settings, more = self.settings_of(root)
         warnings.extend(more)
         provider = _provider(settings)
         if self.resume is not None and self.resume.session.id == sid:
@@ -384,7 +384,9 @@ class AcpHost:
         cwd = (read_meta(self.data_dir, session_id) or {}).get("cwd")
         return os.path.realpath(cwd) if isinstance(cwd, str) else None
 
-    def _settings(self, cwd: str) -> tuple[Settings, list[str]]:
+    def settings_of(self, cwd: str) -> tuple[Settings, list[str]]:
+        """The effective settings for a session in `cwd` and the config files' warnings; -32602 for a config
+        file agentd cannot use (its message says which and why)."""
         from agentd.config import load_settings
 
         warnings: list[str] = []
