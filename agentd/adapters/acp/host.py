@@ -398,19 +398,23 @@ class AcpHost:
     async def _start_mcp(
         self, settings: Settings, cwd: str, given: list[dict[str, Any]], warnings: list[str]
     ) -> Any:
-        """The session's MCP servers: the config's, then the client's `mcpServers` (a name given by the client
-        replaces the config's); a server that does not start, or that agentd cannot run, is a warning."""
+        """The session's MCP servers: the config's (agentd.core.factory.session_mcp_specs: a workspace file's
+        only once the user trusts it), then the client's `mcpServers` (a name given by the client replaces
+        the config's); stdio servers start in the session's sandbox; a server that does not start, or that
+        agentd cannot run, is a warning."""
+        from agentd.core.factory import session_launcher, session_mcp_specs
         from agentd.mcp.connection import ServerSpec
-        from agentd.mcp.manager import specs_from_settings, start_servers
+        from agentd.mcp.manager import start_servers
 
-        specs = specs_from_settings(settings)
+        specs = session_mcp_specs(settings, Path(cwd))
         for raw in given:
             try:
                 specs.append(ServerSpec.from_acp(raw))
             except (ValueError, TypeError, KeyError) as exc:
                 kind = raw.get("type", "stdio")
                 warnings.append(f"MCP server {raw.get('name')!r} ({kind}) was not started: {exc}")
-        return await start_servers(specs, Path(cwd), settings, warn=warnings.append,
+        launcher = session_launcher(settings, Path(cwd), self.data_dir) if specs else None
+        return await start_servers(specs, Path(cwd), settings, warn=warnings.append, launcher=launcher,
                                    secret_env=[settings.api_key_env] if settings.api_key_env else [])  # fmt: skip
 
     def open_resume(self, session_id: str) -> str:
