@@ -17,6 +17,7 @@ from acp.schema import EmbeddedResourceContentBlock, McpServerStdio, SseMcpServe
 
 from agentd.testing.emulator import Emulator
 from tests.acp.harness import ROOT, agent_env, start
+from tests.lsp.harness import daemon_env
 
 REPLY = {"reply": [{"text": "ok"}], "stop_reason": "end_turn"}
 
@@ -377,4 +378,53 @@ async def test_checkpoints_rewind_and_fork_extensions(
     await b.call(b.conn.load_session(cwd=str(workspace), session_id=fork["sessionId"], mcp_servers=[]))
     replayed = b.editor.of(fork["sessionId"], "user_message_chunk")
     assert [u["content"]["text"] for u in replayed] == ["change the files"]
+    assert await b.close() == 0
+
+
+def _says(text: str) -> dict[str, Any]:
+    return {"reply": [{"text": text}], "stop_reason": "end_turn"}
+
+
+async def test_the_same_sessions_as_the_command_line_and_lsp_both_ways(
+    emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path, daemons: Any
+) -> None:
+    """Issue 10: one set of sessions for every front end. A session `agentd run` started is listed and loaded
+    over ACP (its history replayed) and continues there; `agentd sessions show` shows the ACP turn and
+    `agentd run --resume` continues it; a session started over LSP (and closed there) loads over ACP and
+    continues. (ACP to LSP: tests/acp/test_journey.py.)"""
+    emulator.script({"answers": [_says("cli one"), _says("acp two"), _says("cli three"), _says("lsp four"),
+                                 _says("acp five")]})  # fmt: skip
+    env = agent_env(data_dir, emulator.url)
+
+    async def agentd(*args: str) -> tuple[int, str]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agentd", *args, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env, cwd=str(ROOT),
+        )  # fmt: skip
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        return proc.returncode or 0, out.decode()
+
+    code, out = await agentd("run", "--workspace", str(workspace), "--prompt", "from the cli")
+    assert code == 0, out
+    a = await start(env, tmp_path / "a.err")
+    [listed] = (await a.call(a.conn.list_sessions(cwd=str(workspace)))).sessions
+    sid = listed.session_id
+    await a.call(a.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[]))
+    assert [u["content"]["text"] for u in a.editor.of(sid, "agent_message_chunk")] == ["cli one"]
+    assert await a.prompt(sid, "from acp") == "end_turn"
+    assert await a.close() == 0
+    code, out = await agentd("sessions", "show", sid)
+    assert code == 0 and "from acp" in out and "acp two" in out, out
+    code, out = await agentd("run", "--resume", sid, "--prompt", "back in the cli")
+    assert code == 0 and "cli three" in out, out
+
+    d = await daemons("neovim", daemon_env(data_dir, emulator.url), [workspace])
+    lsp_sid = await d.new(workspace)
+    assert await d.prompt(lsp_sid, "from lsp") == "end_turn"
+    await d.request("agentd/session/close", {"sessionId": lsp_sid})
+    b = await start(env, tmp_path / "b.err")
+    assert {s.session_id for s in (await b.call(b.conn.list_sessions())).sessions} == {sid, lsp_sid}
+    await b.call(b.conn.load_session(cwd=str(workspace), session_id=lsp_sid, mcp_servers=[]))
+    assert [u["content"]["text"] for u in b.editor.of(lsp_sid, "user_message_chunk")] == ["from lsp"]
+    assert await b.prompt(lsp_sid, "and over acp") == "end_turn"
     assert await b.close() == 0
