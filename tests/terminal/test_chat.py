@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +40,7 @@ ANSWERS: list[dict[str, Any]] = [
 ]  # fmt: skip
 
 
-def step(t: Terminal, name: str, wait: str, *present: str, where: str = "screen") -> str:
+def step(t: Terminal, name: str, wait: str | re.Pattern[str], *present: str, where: str = "screen") -> str:
     """One step's screen capture: wait for `wait`, then every text of `present` is shown and nothing is
     escape-code debris or a traceback. The capture is kept as `<name>.txt` in $AGENTD_TEST_SCREENS, if set."""
     t.wait_for(wait, where=where)

@@ -7,6 +7,7 @@ the empty prompt leave (T5); /model continues the session without showing its hi
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ def test_narrow_terminal_paste_resize_and_leaving(
     a = next(p.name for p in (Path(term_env["AGENTD_DATA_DIR"]) / "sessions").iterdir())
 
     t.line("/new")
-    step(t, "new", "Ctrl-D exits", "· new")
+    step(t, "new", re.compile(r"kept · continue it[\s\S]*Ctrl-D exits"), "· new")  # the new header
     t.paste(PASTED)
     step(t, "pasted", "indented fourth", "❯ First pasted line", "  second pasted line")
     t.key("enter")
@@ -82,8 +83,9 @@ def test_narrow_terminal_paste_resize_and_leaving(
     step(t, "other model", "From the other model.", "claude-haiku-4-5 · default")
 
     t.type("half a thought")
+    t.wait_for("❯ half a thought")
     t.key("ctrl-c")
-    shown = step(t, "cleared", "❯", "❯")
+    shown = step(t, "cleared", re.compile(r"^❯$", re.M), "❯")
     assert "half a thought" not in shown.splitlines()[-2] and "[Ctrl-C again to exit]" not in shown, "T5"
     t.key("ctrl-c")
     step(t, "armed", "[Ctrl-C again to exit]", "[Ctrl-C again to exit]")

@@ -75,14 +75,16 @@ def route_logs(view: View, verbose: int) -> None:
 
 @contextlib.contextmanager
 def keys_held(fd: int) -> Iterator[None]:
-    """During a turn, keys typed are neither echoed nor line-edited (they wait for the next prompt);
-    Ctrl-C still interrupts. Nothing changes when `fd` is not a terminal."""
+    """During a turn, keys typed are neither echoed nor line-edited (they wait for the next prompt, and an
+    Enter typed ahead stays an Enter that sends: no CR-to-NL translation, T8); Ctrl-C still interrupts.
+    Nothing changes when `fd` is not a terminal."""
     try:
         old = termios.tcgetattr(fd)
     except (termios.error, OSError):
         yield
         return
     quiet = termios.tcgetattr(fd)
+    quiet[0] &= ~termios.ICRNL
     quiet[3] &= ~(termios.ECHO | termios.ICANON)
     termios.tcsetattr(fd, termios.TCSANOW, quiet)
     try:
@@ -140,6 +142,8 @@ class Chat:
         from agentd.terminal import open_or_create, provider_for
 
         if session_id:
+            if not again:
+                self._check_free(session_id)  # before the session held now is closed: a failure keeps it
             cwd = (read_meta(self.opener.data_dir, session_id) or {}).get("cwd")
             workspace = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else workspace
         await self.close(quiet=again)
@@ -164,6 +168,20 @@ class Chat:
         self._header()
         if not created:
             self._replay()
+
+    def _check_free(self, session_id: str) -> None:
+        """Raise SessionNotFound when `session_id` is not in the data dir, SessionLocked when another
+        process holds it (an editor has it open): found before the session held now is given up (T7)."""
+        from agentd.persistence.index import session_not_found
+        from agentd.persistence.lock import holder, locked_error
+        from agentd.persistence.paths import is_valid_session_id
+
+        dd = self.opener.data_dir
+        if not is_valid_session_id(session_id) or not dd.session_dir(session_id).is_dir():
+            raise session_not_found(dd, session_id)
+        info = holder(dd.lock_path(session_id))
+        if info is not None:
+            raise locked_error(session_id, info, same_process=False)
 
     async def open_first(self, session_id: str | None, new: bool) -> None:
         """The session the client starts with: `session_id`, a new one, or the workspace's newest (a new
