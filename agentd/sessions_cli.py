@@ -60,6 +60,9 @@ def _list(data_dir: DataDir, workspace: str | None) -> int:
         tokens = m.get("tokens") or {}
         total = sum(int(tokens.get(k) or 0) for k in ("input", "output", "cacheRead", "cacheWrite"))
         lock = f"  [open in pid {m['lockedBy'].get('pid')}]" if m.get("lockedBy") else ""
+        lock += (
+            "  [meta.json damaged: rebuilt when the session is next opened]" if m.get("metaRebuilt") else ""
+        )
         out.write(
             terminal_safe(
                 f"{m.get('id', '?'):<34} {str(m.get('updatedAt', ''))[:19]:<20} {m.get('turns', 0):>5} {total:>9}  "

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,26 @@ def read_meta(data_dir: DataDir | str | os.PathLike[str], session_id: str) -> di
     return meta if isinstance(meta, dict) else None
 
 
+def _meta_from_log(dd: DataDir, session_id: str) -> dict[str, Any] | None:
+    """What `list` shows of a session without a readable meta.json: its log's first record (the `meta`
+    record, one line), read only; None when that is not there either."""
+    if not is_valid_session_id(session_id):
+        return None
+    path = dd.log_path(session_id)
+    try:
+        with path.open("rb") as f:
+            first = json.loads(f.readline(1 << 20))
+        mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(first, dict) or first.get("kind") != "meta":
+        return None
+    meta = initial_meta(session_id, first, str(first.get("at") or ""))
+    meta["updatedAt"] = mtime.strftime("%Y-%m-%dT%H:%M:%SZ")
+    meta["metaRebuilt"] = True
+    return meta
+
+
 def _same_dir(a: object, b: str) -> bool:
     return isinstance(a, str) and os.path.realpath(a) == b
 
@@ -79,7 +100,10 @@ def list_sessions(
     Each item is the meta.json object (id, cwd, title, model, provider, createdAt, updatedAt, turns,
     tokens, logVersion) plus `lockedBy`: `{pid, hostname, since}` of a live holder, else None.
     With `workspace`, only sessions whose stored `cwd` is the same folder (compared as real paths).
-    Sessions without a readable meta.json are skipped (logged at debug level).
+    A session whose meta.json is missing or damaged but whose log starts with its `meta` record is listed
+    from that record (`metaRebuilt: true`; totals 0, `updatedAt` the log's mtime), as the next write to it
+    rebuilds meta.json: it is not hidden from `list` and `--continue` (break9, H12 class). Others are
+    skipped.
     """
     dd = as_data_dir(data_dir)
     want = os.path.realpath(workspace) if workspace is not None else None
@@ -91,7 +115,7 @@ def list_sessions(
     for entry in entries:
         if not entry.is_dir(follow_symlinks=False):
             continue
-        meta = read_meta(dd, entry.name)
+        meta = read_meta(dd, entry.name) or _meta_from_log(dd, entry.name)
         if meta is None or (want is not None and not _same_dir(meta.get("cwd"), want)):
             continue
         meta["lockedBy"] = holder(dd.lock_path(entry.name))
