@@ -187,9 +187,9 @@ class Checkpointer:
                 self.lines(f"[checkpoint {cid}] failed: {record.error}; the turn goes on without it")
         failpoints.hit("checkpoint.before_record")
         written = self.journal.write(record)[0]
-        if walked:
+        self.observe(written)  # forgets the trees of the record before: this one's are known already
+        if walked and written.get("roots") is not None:
             self._recorded = {w.root: w.after for w in walked}
-        self.observe(written)
         return written
 
     async def peek(self) -> dict[str, Any]:

@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ("cost", "store", "daemon", "search")  # run in this order, when tests/benchmarks/<name>.py exists
+MODULES = (
+    "cost",
+    "store",
+    "daemon",
+    "search",
+    "checkpoint",
+)  # run in this order, when tests/benchmarks/<name>.py exists
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 TARGETS: dict[str, dict[str, str]] = {  # TESTING.md §5 table: key -> target, per module
     "cost": {
@@ -43,6 +49,7 @@ TARGETS: dict[str, dict[str, str]] = {  # TESTING.md §5 table: key -> target, p
     "store": {"append_ratio": "<= 1.5", "resume_ratio": "<= 3"},
     "daemon": {"initialize_ms": "goal <= 500"},
     "search": {"ratio": "< 2"},
+    "checkpoint": {"incremental_ms": "<= 1500", "ratio": "<= 0.05 (1/20)"},
 }
 
 

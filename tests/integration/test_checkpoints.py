@@ -210,3 +210,21 @@ async def test_fork_then_both_go_on_alone(
     assert len(os.listdir(data_dir / "sessions" / fork.session.id / "checkpoints" / "packs")) >= 1
     orig_records, _ = read_records(data_dir, original.session.id)
     assert "original goes on" in str(orig_records) and "fork goes on" not in str(orig_records)
+
+
+async def test_an_incremental_checkpoint_reads_no_snapshot_back(
+    make_harness: Any, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cost class of issue 13 (found by `python -m tests.benchmarks.checkpoint`: 2.6 s instead of 0.08
+    s): a checkpoint keeps the snapshot it recorded in memory, so the next one never loads the whole tree
+    back from the store; its cost follows what changed."""
+    h = make_harness(answers_of({"reply": [text("ok")]}))
+    assert await h.session.prompt(prompt("look")) == "end_turn"
+
+    def no_load(*_a: Any) -> None:
+        raise AssertionError("a snapshot was read back from the store")
+
+    monkeypatch.setattr("agentd.core.checkpoints.load", no_load)
+    (tree / "README.md").write_text("# changed\n")
+    record = await h.session.checkpointer.take("run_command")
+    assert record is not None and record["changed"] == ["README.md"] and "error" not in record
