@@ -11,9 +11,13 @@ Choices:
 - The stream is read as raw events (`messages.create(stream=True)`), not through the SDK's `MessageStream`,
   whose partial-JSON parser hides a tool_use cut off by `max_tokens`.
 - `message_delta.usage` counts are cumulative: each count present overwrites, none is added.
-- A tool_use whose input JSON does not parse at `content_block_stop` (the reply hit `max_tokens`) is kept out
-  of `ModelResponse.content`, gets no `block_done`, and its id goes into `truncated_tool_use_ids`: it must never
-  run, and leaving it out keeps the history valid (no tool_use without a tool_result).
+- A tool_use whose input JSON does not parse at `content_block_stop` gets no `block_done`. When the reply hit
+  `max_tokens` (or never finished) it is kept out of `ModelResponse.content` and its id goes into
+  `truncated_tool_use_ids`: it must never run, and leaving it out keeps the history valid (no tool_use without
+  a tool_result). When the reply ended otherwise (a server that is not the Messages API, such as a local
+  model behind an Anthropic-compatible endpoint, wrote bad JSON) it is stored with `{}` and answered
+  `invalid_arguments` (`invalid_tool_inputs`), as the OpenAI-compatible provider does, instead of telling
+  the model it hit max_tokens (issue 9 H3 class, break9).
 - Empty text blocks, `thinking` blocks and unknown block types are dropped (agentd never asks for thinking; an
   empty text block would make the next request a 400).
 - Messages are sent with only `role` and `content`: other top-level keys a provider left on a stored message
@@ -306,8 +310,7 @@ class MessageAccumulator:
         self.started = False
         self._open: dict[int, dict[str, Any]] = {}
         self._done: list[tuple[int, dict[str, Any]]] = []
-        self._truncated: list[str] = []
-        self._names: dict[str, str] = {}  # tool name by tool_use id, for the truncated ones
+        self._bad_json: list[tuple[int, dict[str, Any], str]] = []  # (index, tool_use start, parse error)
 
     def feed(self, event: Mapping[str, Any]) -> list[StreamEvent]:
         kind = event.get("type")
@@ -359,9 +362,8 @@ class MessageAccumulator:
             source = "".join(state["json"])
             try:
                 tool_input = json.loads(source) if source.strip() else dict(raw.get("input") or {})
-            except ValueError:
-                self._truncated.append(str(raw.get("id")))
-                self._names[str(raw.get("id"))] = str(raw.get("name") or "")
+            except ValueError as exc:
+                self._bad_json.append((index, raw, str(exc)))  # cut off, or bad JSON: known at the end
                 return []
             block = {"type": "tool_use", "id": raw.get("id"), "name": raw.get("name"), "input": tool_input}
         else:
@@ -370,16 +372,33 @@ class MessageAccumulator:
         return [StreamEvent("block_done", block=block)]
 
     def response(self) -> ModelResponse:
-        """The reply so far: finished blocks in index order; open tool_use blocks count as truncated."""
-        truncated = list(self._truncated)
-        names = dict(self._names)
+        """The reply so far: finished blocks in index order; open tool_use blocks count as truncated, and so
+        do those whose JSON did not parse when the reply hit max_tokens or never finished (else they are
+        stored with `{}` and answered `invalid_arguments`)."""
+        cut = self.stop_reason == "max_tokens" or not self.finished
+        truncated: list[str] = []
+        names: dict[str, str] = {}
+        done = list(self._done)
+        invalid: dict[str, str] = {}
+        for index, raw, error in self._bad_json:
+            if cut:
+                truncated.append(str(raw.get("id")))
+                names[truncated[-1]] = str(raw.get("name") or "")
+            else:
+                done.append(
+                    (index, {"type": "tool_use", "id": raw.get("id"), "name": raw.get("name"), "input": {}})
+                )
+                invalid[str(raw.get("id"))] = (
+                    f"invalid_arguments: input: not valid JSON ({error}); send the call again with a JSON object"
+                )
         for s in self._open.values():
             if s["block"].get("type") == "tool_use":
                 truncated.append(str(s["block"].get("id")))
                 names[truncated[-1]] = str(s["block"].get("name") or "")
         return ModelResponse(
             id=self.id,
-            content=[block for _, block in sorted(self._done, key=lambda item: item[0])],
+            content=[block for _, block in sorted(done, key=lambda item: item[0])],
+            invalid_tool_inputs=invalid,
             stop_reason=self.stop_reason,
             usage=self.usage,
             model=self.model,
