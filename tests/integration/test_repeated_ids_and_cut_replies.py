@@ -275,11 +275,16 @@ async def test_a_reply_whose_only_call_was_cut_is_reported_with_the_next_prompt(
 
 # ---- the property of the acceptance ------------------------------------------------------------------------
 
-_IDS = st.sampled_from(["a", "b", "a_dup1", None])
+_IDS = st.sampled_from(["a", "b", "a_dup1", "a.b:0", "a_b_0", None])  # "a.b:0": outside the pattern (break9)
 _CALL = st.builds(
     lambda spec, tid: _use(spec, tid),
     st.sampled_from(
-        [READ_A, READ_B, {"name": "todo_write", "input": {"todos": []}}, {"name": "nope", "input": {}}]
+        [
+            READ_A,
+            READ_B,
+            {"name": "todo_write", "input": {"todos": []}},
+            {"name": "nope", "input": {}},
+        ]
     ),
     _IDS,
 )
@@ -320,7 +325,9 @@ def test_random_replies_with_repeated_ids_never_produce_an_invalid_request(
     turns: list[list[dict[str, Any]]],
 ) -> None:
     """H1 / C16 property: random replies with repeated ids (within a reply, across replies and across
-    resumes), some cut off at max_tokens, never produce a request either validator rejects."""
+    resumes), and ids outside the API's pattern (H1 break9; inputs that are not objects are in
+    test_break9_hostile_replies: the scripted provider refuses them), some cut off at max_tokens, never
+    produce a request either validator rejects."""
     with tempfile.TemporaryDirectory() as tmp:
         requests = asyncio.run(_run_turns(Path(tmp), turns))
     assert requests and [r for r in requests if not _ok(r)] == []
