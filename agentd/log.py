@@ -133,7 +133,7 @@ def open_log_file(path: str) -> IO[str]:
     """Open `path` for appending (UTF-8, line-buffered) without following a symbolic link in its place (H21).
 
     A new file is created 0600 whatever the umask; an existing regular file is set to 0600; missing parent
-    folders are created 0700 (`ensure_dir`). Raises ConfigError (exit 2) naming the file and what to do."""
+    folders are created 0700 (`ensure_dir`); a FIFO without a reader is refused, never waited on (break9). Raises ConfigError (exit 2) naming the file and what to do."""
     from agentd.persistence.paths import FILE_MODE, ensure_dir
 
     target = Path(path).expanduser()
@@ -144,13 +144,18 @@ def open_log_file(path: str) -> IO[str]:
         try:
             fd = os.open(target, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
             created = True
-        except FileExistsError:
-            fd = os.open(target, flags)
+        except FileExistsError:  # O_NONBLOCK: a FIFO planted there without a reader must not hang agentd
+            fd = os.open(target, flags | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
             created = False
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ConfigError(
                 f"--log-file {path}: is a symbolic link; agentd does not follow it. Remove the link or {fix}"
+            ) from None
+        if exc.errno == errno.ENXIO:
+            raise ConfigError(
+                f"--log-file {path}: is a FIFO that nothing reads; start its reader or {fix}"
             ) from None
         raise ConfigError(f"--log-file {path}: cannot open it ({exc.strerror or exc}); {fix}") from None
     try:
