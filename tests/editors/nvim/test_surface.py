@@ -30,6 +30,8 @@ def test_commands_help_keymaps_and_lsp_config(nvim_bin: str, tmp_path: Path) -> 
         "AgentdStatus": {"nargs": "0", "range": False},
         "AgentdMode": {"nargs": "1", "range": False},
         "AgentdRestart": {"nargs": "0", "range": False},
+        "AgentdRewind": {"nargs": "*", "range": False},
+        "AgentdFork": {"nargs": "?", "range": False},
     }
     assert out["default_config"] == {
         "cmd": ["agentd"],

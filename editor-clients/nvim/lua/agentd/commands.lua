@@ -49,6 +49,18 @@ function M.create()
   cmd('AgentdStatus', function()
     agentd().status()
   end, { nargs = 0, desc = 'agentd: token use, cost and state of the session' })
+  cmd('AgentdRewind', function(a)
+    require('agentd.checkpoints').rewind(a.args)
+  end, {
+    nargs = '*',
+    desc = 'agentd: files and/or conversation back to before a prompt (a picker without arguments)',
+    complete = function(_, line)
+      return select(2, line:gsub('%S+', '')) >= 2 and { 'both', 'files', 'conversation' } or {}
+    end,
+  })
+  cmd('AgentdFork', function(a)
+    require('agentd.checkpoints').fork(a.args)
+  end, { nargs = '?', desc = 'agentd: a new session with the history before prompt N (default: all of it)' })
   cmd('AgentdMode', function(a)
     agentd().set_mode(a.args)
   end, {
