@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from agentd.adapters.acp import checkpoints
-from agentd.adapters.acp.errors import error_of, rpc
-from agentd.adapters.acp.host import AcpHost, busy
+from agentd.adapters.acp.errors import busy, error_of, rpc
+from agentd.adapters.acp.host import AcpHost
 from agentd.core.session import SessionBusyError
 from agentd.protocol import methods
 

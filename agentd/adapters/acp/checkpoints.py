@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from agentd.adapters.acp.errors import invalid_params
+from agentd.adapters.acp.errors import busy, invalid_params
+from agentd.adapters.acp.setup import settings_of
 from agentd.protocol import checkpoints as pc
 
 if TYPE_CHECKING:
@@ -54,8 +55,6 @@ def _checkpoints(host: AcpHost, params: pc.CheckpointsParams) -> dict[str, Any]:
 
 
 async def _rewind(host: AcpHost, params: pc.RewindParams) -> dict[str, Any]:
-    from agentd.adapters.acp.host import busy
-
     hosted = host.hosted_of(params.session_id)
     if hosted.session.busy or hosted.prompt_task is not None:
         raise busy(params.session_id)
@@ -66,8 +65,6 @@ async def _rewind(host: AcpHost, params: pc.RewindParams) -> dict[str, Any]:
 
 
 def _fork(host: AcpHost, params: pc.ForkParams) -> dict[str, Any]:
-    from agentd.adapters.acp.host import busy
-
     hosted = host.sessions.get(params.session_id)
     if hosted is not None:
         if hosted.prompt_task is not None:
@@ -80,5 +77,5 @@ def _fork(host: AcpHost, params: pc.ForkParams) -> dict[str, Any]:
     if meta is None:
         host.hosted_of(params.session_id)  # raises SessionNotFound
     cwd = (meta or {}).get("cwd")
-    settings = host.settings_of(cwd)[0] if isinstance(cwd, str) else None
+    settings = settings_of(cwd)[0] if isinstance(cwd, str) else None
     return fork_stored(host.data_dir, params.session_id, params.at, settings)

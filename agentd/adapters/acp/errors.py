@@ -4,7 +4,9 @@ Owns: `rpc()` (a `RequestError` from a name of the §11 table, with ACP's own co
 `SessionNotFound` is -32002 "resource not found", a `ProviderError` for missing credentials is -32000
 "authentication required"), `invalid_params()` and `error_of()`, which maps anything a handler raised to a
 `RequestError`: agentd's operator errors by their `rpc_name`, pydantic failures to -32602 with `data.errors`,
-anything else to -32603 (logged with its traceback; the client gets none). `data.name` is always present.
+anything else to -32603 (logged with its traceback; the client gets none); `bad_param()`, `not_found()` and
+`busy()`, the texts of one field's -32602, an unknown session and a session with a prompt running.
+`data.name` is always present.
 """
 
 from __future__ import annotations
@@ -60,3 +62,13 @@ def error_of(exc: BaseException, method: str) -> RequestError:
         return rpc(name, exc.message, code=code, **exc.data)
     log.error("internal error in %s", method, exc_info=exc)
     return rpc("InternalError", perr.INTERNAL)
+
+
+def not_found(session_id: str) -> Exception:
+    return rpc("SessionNotFound", f"Session {session_id} is not in the data dir; call session/list to see sessions, "
+               "or session/new.", sessionId=session_id)  # fmt: skip
+
+
+def busy(session_id: str) -> Exception:
+    return rpc("SessionBusy", f"A prompt is still running in {session_id}; wait for it or send session/cancel.",
+               sessionId=session_id)  # fmt: skip

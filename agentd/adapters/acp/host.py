@@ -14,7 +14,6 @@ shape (validated by the SDK's models), so updates of a turn precede its response
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from dataclasses import dataclass
@@ -31,16 +30,22 @@ from acp.utils import serialize_params
 
 from agentd.adapters.acp import commands
 from agentd.adapters.acp.bridge import AcpBridge, config_options
-from agentd.adapters.acp.errors import bad_param, rpc
+from agentd.adapters.acp.errors import bad_param, busy, not_found, rpc
 from agentd.adapters.acp.files import ClientFiles
+from agentd.adapters.acp.setup import (
+    close_quietly,
+    directory,
+    provider_of,
+    settings_of,
+    start_mcp,
+    stored_cwd,
+)
 from agentd.adapters.acp.transport import CURRENT_ID, LineTransport
 from agentd.adapters.common import BadPrompt, DeferredProvider, list_page, model_blocks
 from agentd.core.session import SessionBusyError
-from agentd.errors import ConfigError
 from agentd.protocol import session as ps
 
 if TYPE_CHECKING:
-    from agentd.config import Settings
     from agentd.core.session import Session
     from agentd.persistence.paths import DataDir
     from agentd.providers.base import Provider
@@ -146,19 +151,19 @@ class AcpHost:
         self, cwd: str, extra: list[str], mcp_servers: list[dict[str, Any]]
     ) -> dict[str, Any]:
         method = "session/new"
-        root = self._dir(method, cwd, "cwd")
-        roots = [root, *(self._dir(method, d, "additionalDirectories") for d in extra)]
-        settings, warnings = self.settings_of(root)
-        provider = _provider(settings)
+        root = directory(method, cwd, "cwd")
+        roots = [root, *(directory(method, d, "additionalDirectories") for d in extra)]
+        settings, warnings = settings_of(root)
+        provider = provider_of(settings)
         bridge = AcpBridge(self)
-        mcp = await self._start_mcp(settings, root, mcp_servers, warnings)
+        mcp = await start_mcp(settings, root, mcp_servers, warnings, self.data_dir)
         try:
             from agentd.core.factory import create_session
 
             session = create_session(cwd=Path(root), settings=settings, provider=provider, data_dir=self.data_dir,
                                      approver=bridge, sink=bridge.emit, lines=bridge.line, mcp=mcp)  # fmt: skip
         except BaseException:
-            await _close_quietly(mcp, provider)
+            await close_quietly(mcp, provider)
             raise
         hosted = self._attach(Hosted(session=session, provider=provider, bridge=bridge), roots)
         self._after_setup(hosted, warnings)
@@ -180,12 +185,12 @@ class AcpHost:
         hosted = self.sessions.get(session_id)
         if hosted is not None and (hosted.session.busy or hosted.prompt_task is not None):
             raise busy(session_id)
-        stored = self._stored_cwd(session_id)
+        stored = stored_cwd(self.data_dir, session_id)
         if stored is not None and os.path.realpath(cwd) != stored:
             raise bad_param(method, "cwd", f"must be the session's stored root {stored} (got {cwd})",
                             "send the folder the session was started in")  # fmt: skip
-        root = self._dir(method, cwd, "cwd")
-        roots = [root, *(self._dir(method, d, "additionalDirectories") for d in extra)]
+        root = directory(method, cwd, "cwd")
+        roots = [root, *(directory(method, d, "additionalDirectories") for d in extra)]
         warnings: list[str] = []
         if hosted is None:
             hosted = self._attach(await self._open(session_id, root, mcp_servers, warnings), roots)
@@ -207,21 +212,21 @@ class AcpHost:
 
         if read_meta(self.data_dir, sid) is None:
             raise not_found(sid)
-        settings, more = self.settings_of(root)
+        settings, more = settings_of(root)
         warnings.extend(more)
-        provider = _provider(settings)
+        provider = provider_of(settings)
         if self.resume is not None and self.resume.session.id == sid:
             # checked and locked before stdin was read, with config-file settings only; reopened with the
             # client's MCP servers and a real provider: a fresh replay of the log it has just validated
             self.resume.session.close()
             self.resume = None
-        mcp = await self._start_mcp(settings, root, mcp_servers, warnings)
+        mcp = await start_mcp(settings, root, mcp_servers, warnings, self.data_dir)
         bridge = AcpBridge(self)
         try:
             session = open_session(session_id=sid, settings=settings, provider=provider, data_dir=self.data_dir,
                                    approver=bridge, sink=bridge.emit, lines=bridge.line, mcp=mcp)  # fmt: skip
         except BaseException:
-            await _close_quietly(mcp, provider)
+            await close_quietly(mcp, provider)
             raise
         return Hosted(session=session, provider=provider, bridge=bridge)
 
@@ -286,7 +291,7 @@ class AcpHost:
         task = hosted.prompt_task
         if task is not None and not task.done():
             await asyncio.wait({task}, timeout=10)
-        await _close_quietly(None, hosted.provider, hosted.session)
+        await close_quietly(None, hosted.provider, hosted.session)
 
     async def shutdown(self) -> None:
         """End of input or SIGTERM (PROTOCOL.md §4.4): cancel every turn, flush, release every lock."""
@@ -364,59 +369,6 @@ class AcpHost:
         self.set_mode(session_id, str(value), method=method, loc="value")
         return {"configOptions": config_options(self.hosted_of(session_id).session.mode)}
 
-    # ---- helpers -------------------------------------------------------------------------------------
-    def _dir(self, method: str, raw: str, what: str) -> str:
-        """A real, absolute, existing directory (-32602 otherwise)."""
-        if not os.path.isabs(raw):
-            raise bad_param(
-                method, what, f"must be an absolute path (got {raw!r})", "send the folder's absolute path"
-            )
-        real = os.path.realpath(raw)
-        if not os.path.isdir(real):
-            raise bad_param(
-                method, what, f"{raw} does not exist or is not a directory", "send an existing folder"
-            )
-        return real
-
-    def _stored_cwd(self, session_id: str) -> str | None:
-        from agentd.persistence.index import read_meta
-
-        cwd = (read_meta(self.data_dir, session_id) or {}).get("cwd")
-        return os.path.realpath(cwd) if isinstance(cwd, str) else None
-
-    def settings_of(self, cwd: str) -> tuple[Settings, list[str]]:
-        """The effective settings for a session in `cwd` and the config files' warnings; -32602 for a config
-        file agentd cannot use (its message says which and why)."""
-        from agentd.config import load_settings
-
-        warnings: list[str] = []
-        try:
-            return load_settings(Path(cwd), warnings=warnings), warnings
-        except ConfigError as exc:
-            raise rpc("InvalidParams", exc.message) from None
-
-    async def _start_mcp(
-        self, settings: Settings, cwd: str, given: list[dict[str, Any]], warnings: list[str]
-    ) -> Any:
-        """The session's MCP servers: the config's (agentd.core.factory.session_mcp_specs: a workspace file's
-        only once the user trusts it), then the client's `mcpServers` (a name given by the client replaces
-        the config's); stdio servers start in the session's sandbox; a server that does not start, or that
-        agentd cannot run, is a warning."""
-        from agentd.core.factory import session_launcher, session_mcp_specs
-        from agentd.mcp.connection import ServerSpec
-        from agentd.mcp.manager import start_servers
-
-        specs = session_mcp_specs(settings, Path(cwd))
-        for raw in given:
-            try:
-                specs.append(ServerSpec.from_acp(raw))
-            except (ValueError, TypeError, KeyError) as exc:
-                kind = raw.get("type", "stdio")
-                warnings.append(f"MCP server {raw.get('name')!r} ({kind}) was not started: {exc}")
-        launcher = session_launcher(settings, Path(cwd), self.data_dir) if specs else None
-        return await start_servers(specs, Path(cwd), settings, warn=warnings.append, launcher=launcher,
-                                   secret_env=[settings.api_key_env] if settings.api_key_env else [])  # fmt: skip
-
     def open_resume(self, session_id: str) -> str:
         """`agentd --acp --resume ID` (PROTOCOL.md §3.1): replay, check, repair, validate and lock the session
         before stdin is read; returns its cwd. Raises SessionNotFound (exit 3), SessionLocked (4), StorageError (5)."""
@@ -433,22 +385,6 @@ class AcpHost:
         bridge.attach(None, session)
         self.resume = Hosted(session=session, provider=provider, bridge=bridge)
         return str(session.cwd)
-
-
-def not_found(session_id: str) -> Exception:
-    return rpc("SessionNotFound", f"Session {session_id} is not in the data dir; call session/list to see sessions, "
-               "or session/new.", sessionId=session_id)  # fmt: skip
-
-
-def busy(session_id: str) -> Exception:
-    return rpc("SessionBusy", f"A prompt is still running in {session_id}; wait for it or send session/cancel.",
-               sessionId=session_id)  # fmt: skip
-
-
-def _provider(settings: Settings) -> Provider:
-    from agentd.providers.factory import provider_for
-
-    return provider_for(settings)
 
 
 def _blocks(prompt: list[dict[str, Any]], images: bool) -> list[dict[str, Any]]:
@@ -477,14 +413,3 @@ def _usage(before: tuple[int, int, int, int], after: tuple[int, int, int, int]) 
     i, o, r, w = (a - b for a, b in zip(after, before, strict=True))
     return {"totalTokens": i + o + r + w, "inputTokens": i + r + w, "outputTokens": o, "cachedReadTokens": r,
             "cachedWriteTokens": w}  # fmt: skip
-
-
-async def _close_quietly(mcp: Any, provider: Any, session: Any = None) -> None:
-    if session is not None:
-        with contextlib.suppress(Exception):
-            await session.aclose()
-    elif mcp is not None:
-        with contextlib.suppress(Exception):
-            await mcp.aclose()
-    with contextlib.suppress(Exception):
-        await provider.aclose()
