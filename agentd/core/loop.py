@@ -367,8 +367,13 @@ class Turn:
 
     def finish(self, call: Call, out: ToolOutput, decision: Decision) -> None:
         """Persist the tool_result (fsynced) and the `tool_call` record, apply, then notify: the terminal
-        update with its decision and duration, and the `[Tool]` line."""
+        update with its decision and duration, and the `[Tool]` line. What the tool reports beside its text
+        (a listing's names, locations, a diff's path, the title) may hold lone surrogates (a file name that is
+        not UTF-8): they become U+FFFD like the text, so the record and the update can be written (H19 class,
+        break9)."""
         s = self.s
+        out.raw_output, out.diff = scrub_surrogates(out.raw_output), scrub_surrogates(out.diff)
+        out.locations, call.title = scrub_surrogates(out.locations), scrub_surrogates(call.title)
         full = model_text(out.content, secrets=s.secrets)
         output_blob = s.journal.large_output(full)  # C07: the whole output stays on disk
         # what the model sees: at most a quarter of the window in bytes, and in pessimistic tokens (issue 17)

@@ -4,12 +4,13 @@ H1 (break9) as a class: besides a repeated id, the Messages API refuses in every
 outside `^[a-zA-Z0-9_-]+$` (an OpenAI-compatible server's `functions.read_file:0`, an empty or missing id)
 and a tool_use input that is not an object; a complete call that shares its id with a call cut off at
 max_tokens (H3) must still run; a reply cancelled mid-stream is stored under the same rules as a finished one
-(H19)."""
+(H19); a workspace file name that is not UTF-8 never ends a turn (H19)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +218,30 @@ async def test_a_cancelled_reply_is_stored_under_the_same_rules(
     finally:
         await provider.aclose()
     assert [e["status"] for e in emulator.journal][-1] == 200
+
+
+async def test_a_file_name_that_is_not_utf8_never_ends_the_turn(make_harness, workspace: Path) -> None:
+    """H19 (break9): a workspace file or folder whose name is not UTF-8 (`\\xff.txt`, an old Latin-1 name, or
+    one a checkout planted) ended the turn with a UnicodeEncodeError when list_dir, glob or grep reported
+    it: the text was made valid, but the listing beside it (`rawOutput`) was not, and the `tool_call`
+    record could not be written. Every tool result and record is written, with U+FFFD for the bytes, and
+    the session resumes."""
+    root = os.fsencode(workspace)
+    os.mkdir(root + b"/d\xfe")
+    (Path(os.fsdecode(root + b"/\xff.txt"))).write_bytes(b"needle \xff\n")
+    (Path(os.fsdecode(root + b"/d\xfe/n\xe9.py"))).write_bytes(b"needle two\n")
+    calls = [
+        {"tool_use": {"name": "list_dir", "input": {"path": "."}}},
+        {"tool_use": {"name": "glob", "input": {"pattern": "**/*"}}},
+        {"tool_use": {"name": "grep", "input": {"pattern": "needle"}}},
+        {"tool_use": {"name": "grep", "input": {"pattern": "needle", "output": "files"}}},
+    ]
+    h = make_harness(answers_of(calls, [text("done")]))
+    assert await h.session.prompt(_prompt("look")) == "end_turn"
+    results = h.session.p.context.messages[2]["content"]
+    assert [r.get("is_error") for r in results] == [None] * 4
+    assert all("\ufffd.txt" in r["content"] for r in results)
+    json.dumps(h.updates, ensure_ascii=False).encode("utf-8")  # every update can be sent
+    sid = h.session.id
+    h.session.close()
+    assert make_harness(resume=sid).session.p.context.messages[2]["content"] == results
