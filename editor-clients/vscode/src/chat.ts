@@ -21,7 +21,9 @@ export type FromWebview =
   | { type: "newSession" }
   | { type: "resumeSession" }
   | { type: "approve"; requestId: string; optionId: string; via: string }
-  | { type: "showApprovalDiff" };
+  | { type: "showApprovalDiff" }
+  | { type: "restoreCheckpoint"; checkpoint: string }
+  | { type: "fork"; checkpoint: string };
 
 export interface ChatSource {
   items(): Item[];

@@ -84,7 +84,7 @@ function isSet<T>(i: { globalValue?: T; workspaceValue?: T; workspaceFolderValue
 class AgentdCapability implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
     const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
-    experimental.agentd = { protocolVersion: PROTOCOL_VERSION, requestPermission: true, saveAfterApply: true };
+    experimental.agentd = { protocolVersion: PROTOCOL_VERSION, requestPermission: true, saveAfterApply: true, checkpoints: true };
     capabilities.experimental = experimental;
   }
   initialize(): void {}

@@ -11,6 +11,7 @@ import { ResponseError, State } from "vscode-languageclient";
 import { LanguageClient } from "vscode-languageclient/node";
 import { Approvals } from "./approvals";
 import { ChatView, FromWebview } from "./chat";
+import { CheckpointHost, fork, restore } from "./checkpoints";
 import { createClient } from "./client";
 import { DiffStore } from "./diffs";
 import { e2eLog } from "./e2eLog";
@@ -411,6 +412,41 @@ export class Controller implements vscode.Disposable {
         if (this.usage) this.usage.mode = u.currentModeId;
         this.render();
         break;
+      case "checkpoint":
+        if (u.before === "prompt") this.apply(this.transcript.checkpoint(u.checkpointId, u.messageId));
+        if (u.error) this.notice(`The checkpoint of the workspace failed (${u.error}); the turn goes on without it.`, "error");
+        break;
+    }
+  }
+
+  // ---- checkpoints (issue 13) -----------------------------------------------------------------------
+
+  private checkpointHost(): CheckpointHost {
+    return {
+      rewind: (params) => this.request(Methods.SessionRewind, params),
+      fork: (sessionId, at) => this.request(Methods.SessionFork, { sessionId, at }),
+      open: async (sessionId, title) => {
+        const previous = this.active;
+        await this.load(sessionId, previous?.cwd ?? this.folder()?.uri.fsPath ?? "", title ?? previous?.title);
+        if (previous && previous.sessionId !== sessionId) await this.close(previous);
+      },
+      notice: (text, level) => this.notice(text, level),
+    };
+  }
+
+  private async checkpointAction(kind: "restore" | "fork", checkpoint: string): Promise<void> {
+    await this.opening;
+    const a = this.active;
+    if (!a) return;
+    if (this.busy) {
+      void vscode.window.showWarningMessage("agentd: a turn is running; cancel it first, then restore or fork.");
+      return;
+    }
+    try {
+      if (kind === "restore") await restore(this.checkpointHost(), a.sessionId, checkpoint, a.title);
+      else await fork(this.checkpointHost(), a.sessionId, checkpoint);
+    } catch (err) {
+      this.fail(kind === "restore" ? "Could not restore the checkpoint" : "Could not fork the session", err);
     }
   }
 
@@ -438,6 +474,10 @@ export class Controller implements vscode.Disposable {
         return this.newSession();
       case "resumeSession":
         return this.resumeSession();
+      case "restoreCheckpoint":
+        return this.checkpointAction("restore", msg.checkpoint);
+      case "fork":
+        return this.checkpointAction("fork", msg.checkpoint);
     }
   }
 

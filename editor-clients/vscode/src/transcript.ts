@@ -23,6 +23,9 @@ export interface MessageItem {
   role: Role;
   messageId?: string;
   text: string;
+  /** A user message's checkpoint (`"N"`): the workspace as it was before it, for "Restore checkpoint" and
+   * "Fork from here" (PROTOCOL.md §6.12-§6.14). */
+  checkpoint?: string;
 }
 
 export interface ToolItem {
@@ -63,6 +66,8 @@ export class Transcript {
   private items: Item[] = [];
   private byId = new Map<string, Item>();
   private seq = 0;
+  /** A prompt's checkpoint that came before its message (the replay sends it first). */
+  private pendingCheckpoint?: { id: string; messageId?: string };
 
   all(): Item[] {
     return [...this.items];
@@ -71,6 +76,22 @@ export class Transcript {
   clear(): void {
     this.items = [];
     this.byId.clear();
+    this.pendingCheckpoint = undefined;
+  }
+
+  /** A prompt's `checkpoint` update (§7.2): it belongs to the user message with its `messageId`; live, to
+   * the prompt just typed (agentd takes the checkpoint as the turn starts); in a replay, to the next one. */
+  checkpoint(id: string, messageId?: string): Change[] {
+    const byId = messageId ? this.byId.get(`user-${messageId}`) : undefined;
+    const last = [...this.items].reverse().find((i): i is MessageItem => i.type === "message" && i.role === "user");
+    const target =
+      byId?.type === "message" ? byId : last && last.id.startsWith("local-") && last.checkpoint === undefined ? last : undefined;
+    if (!target) {
+      this.pendingCheckpoint = { id, messageId };
+      return [];
+    }
+    target.checkpoint = id;
+    return [{ op: "upsert", item: target }];
   }
 
   /** A prompt typed in this window (agentd echoes prompts only during replay). */
@@ -110,7 +131,13 @@ export class Transcript {
       if (text) changes.push({ op: "append", id: target.id, messageId, text });
     } else {
       const id = messageId ? `${role}-${messageId}` : `${role}-anon-${++this.seq}`;
-      changes.push(this.push({ type: "message", id, role, messageId, text }));
+      const item: MessageItem = { type: "message", id, role, messageId, text };
+      const pending = this.pendingCheckpoint;
+      if (role === "user" && pending && (!pending.messageId || pending.messageId === messageId)) {
+        item.checkpoint = pending.id;
+        this.pendingCheckpoint = undefined;
+      }
+      changes.push(this.push(item));
     }
     return changes;
   }

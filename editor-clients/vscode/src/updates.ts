@@ -72,6 +72,7 @@ const KNOWN = new Set([
   "session_info_update",
   "current_mode_update",
   "retry",
+  "checkpoint",
 ]);
 
 /** The update as a known variant, or undefined for anything this client does not know. */

@@ -105,6 +105,19 @@
     if (item.role === "user") body.textContent = item.text;
     else body.appendChild(markdown(item.text));
     n.appendChild(body);
+    if (item.role === "user" && item.checkpoint) {
+      const links = el("div", "links checkpoint");
+      const restore = el("button", "link", "Restore checkpoint");
+      restore.type = "button";
+      restore.title = "Put the files and the conversation back to before this message";
+      restore.addEventListener("click", () => vscode.postMessage({ type: "restoreCheckpoint", checkpoint: item.checkpoint }));
+      const fork = el("button", "link", "Fork from here");
+      fork.type = "button";
+      fork.title = "A new session with the conversation before this message";
+      fork.addEventListener("click", () => vscode.postMessage({ type: "fork", checkpoint: item.checkpoint }));
+      links.append(restore, fork);
+      n.appendChild(links);
+    }
     return n;
   }
 
