@@ -106,6 +106,9 @@ class SandboxSettings(_Section):
     mode: Literal["auto", "required", "off"] = "auto"
     network: bool = False
     writable: list[str] = Field(default_factory=list)
+    readable: list[str] = Field(
+        default_factory=list
+    )  # shown read-only even under /tmp, /run (docs/security.md)
     hide: list[str] = Field(default_factory=list)
     pass_env: list[str] = Field(default_factory=list, alias="passEnv")
 
@@ -385,14 +388,14 @@ def _restrict_workspace(data: dict[str, Any], warnings: list[str], path: Path) -
 
 def _restrict_sandbox(section: dict[str, Any], warnings: list[str], where: str, why: str) -> dict[str, Any]:
     """A workspace may require the sandbox and hide more paths; it may not turn it off, open the network,
-    add writable paths or pass variables (issue 12 §5: tighten, never loosen)."""
+    add writable or readable paths or pass variables (issue 12 §5: tighten, never loosen)."""
     out = dict(section)
     if "mode" in out and out["mode"] != "required":
         warnings.append(
             f"{where}.mode = {out.pop('mode')!r} ignored: only 'required' may be set here ({why})"
         )
     for key, what in (("network", "open the network"), ("writable", "add writable paths"),
-                      ("pass_env", "pass environment variables")):  # fmt: skip
+                      ("readable", "show private paths"), ("pass_env", "pass environment variables")):  # fmt: skip
         if key in out and out[key] not in (False, [], None):
             out.pop(key)
             warnings.append(f"{where}.{key} ignored: a workspace may not {what} to commands ({why})")

@@ -1,7 +1,13 @@
-"""Shared fixtures of the sandbox tests (issue 12): a home, data dir and outside folder that are NOT under
-/tmp (the sandbox replaces /tmp with a private one, which would make "cannot read" and "cannot write" pass
-for the wrong reason), a sandboxed and an unsandboxed `ToolContext`, and process-survivor checks by a
-unique marker (pids inside the sandbox's pid namespace differ from the host's).
+"""Shared fixtures of the sandbox tests (issue 12): a home, data dir and outside folder that the sandbox
+shows as the read-only rest of the file system wherever the checkout lives, a sandboxed and an
+unsandboxed `ToolContext`, and process-survivor checks by a unique marker (pids inside the sandbox's pid
+namespace differ from the host's).
+
+The box lives in the checkout (`.cache/sandbox-tests`), not in the test's tmp folder: the sandbox replaces
+`/tmp`, `/var/tmp` and `/run` with private folders, which would make "cannot read" and "cannot write"
+pass for the wrong reason (missing, not refused). A checkout can itself lie under one of them (a CI clone
+under /tmp: sandbox-tmp); the box's folder is then declared `sandbox.readable` (`Box.readable`, a no-op
+elsewhere), so the same promises are tested both ways: read-only, and hidden only where the policy hides.
 
 `needs_bwrap()` skips with the reason bubblewrap gives when it cannot run here; under
 `AGENTD_TEST_STRICT=1` (CI) that is a failure instead (TESTING.md §1.1).
@@ -41,15 +47,21 @@ def needs_bwrap() -> SandboxStatus:
 
 @dataclass
 class Box:
-    """One test's folders, all outside /tmp: `ws` (the workspace), `home` (with
-    `.ssh/id_ed25519` and `.bashrc`), `config` (agentd's user config dir, inside `home`), `data` (the data
-    dir, with a session file), `outside` (a folder next to the workspace's)."""
+    """One test's folders, all in `top`: `ws` (the workspace), `home` (with `.ssh/id_ed25519` and
+    `.bashrc`), `config` (agentd's user config dir, inside `home`), `data` (the data dir, with a session
+    file), `outside` (a folder next to the workspace's)."""
 
     ws: Path
     home: Path
     config: Path
     data: Path
     outside: Path
+    top: Path
+
+    @property
+    def readable(self) -> list[str]:
+        """`sandbox.readable` for this box: its folder, shown read-only even under a private folder."""
+        return [str(self.top)]
 
     def protected(self) -> ProtectedPaths:
         return ProtectedPaths.of(self.home, self.config, self.data)
@@ -58,7 +70,7 @@ class Box:
         self, mode: str = "required", *, network: bool = False, env: dict[str, str] | None = None
     ) -> ToolContext:
         status = detect()
-        policy = build_policy([self.ws], self.protected(), network=network)
+        policy = build_policy([self.ws], self.protected(), readable=self.readable, network=network)
         launcher = Launcher(mode, status, policy)  # type: ignore[arg-type]
         base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.home)}
         return ToolContext(root=self.ws, env={**base, **(env or {})}, run_timeout_s=20, launcher=launcher)
@@ -81,7 +93,7 @@ def box(tmp_path: Path) -> Iterator[Box]:
     (ws / ".git" / "hooks").mkdir(parents=True)
     (ws / ".git" / "config").write_text("[core]\n")
     try:
-        yield Box(ws, home, home / ".config" / "agentd", data, outside)
+        yield Box(ws, home, home / ".config" / "agentd", data, outside, top)
     finally:
         shutil.rmtree(top, ignore_errors=True)
 

@@ -133,7 +133,9 @@ def _specs(hooks: HooksSettings, origin: str) -> list[HookSpec]:
 def launcher(settings: Settings, root: Path, protected: ProtectedPaths) -> Launcher:
     """The session's launcher for `run_command` (issue 12): `sandbox.*` over the workspace `root`."""
     box = settings.sandbox
-    return launcher_for(box.mode, [root], protected, network=box.network, writable=box.writable)
+    return launcher_for(
+        box.mode, [root], protected, network=box.network, writable=box.writable, readable=box.readable
+    )
 
 
 def session_mcp_specs(settings: Settings, cwd: Path) -> list[Any]:

@@ -164,8 +164,9 @@ class MCPConnection:
             return argv
         try:
             launch = self.launcher.launch(
-                argv, self.cwd, network=self.spec.network, unsandboxed=not self.spec.sandbox
-            )
+                argv, self.cwd, network=self.spec.network, unsandboxed=not self.spec.sandbox,
+                config_env=self.spec.env,
+            )  # fmt: skip
         except SandboxRefused:
             why = (
                 "this server is configured with sandbox = false"

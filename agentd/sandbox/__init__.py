@@ -2,7 +2,8 @@
 
 Modules: `policy` (what a sandboxed process may touch), `bwrap` (Linux backend), `seatbelt` (macOS
 backend), `status` (does it work here; the list of guarantees `agentd doctor` prints), `launcher` (how a
-process is started: sandboxed or under the helper), `reaper` (the process-lifetime helper, run as a file),
+process is started: sandboxed or under the helper), `visible` (what a started program must still see
+under a private folder: its own installation), `reaper` (the process-lifetime helper, run as a file),
 `process` (agentd's own process hardening), `env` (the child environment). Imports only the standard
 library and `agentd.permissions.protected`; never pygls, lsprotocol, acp or agentd.adapters.
 """
@@ -46,12 +47,13 @@ def launcher_for(
     *,
     network: bool = False,
     writable: Iterable[Path | str] = (),
+    readable: Iterable[Path | str] = (),
     status: SandboxStatus | None = None,
 ) -> Launcher:
     """The launcher of one session: `mode` (`sandbox.mode`), the workspace `roots`, the user's protected
-    paths, `sandbox.network` and `sandbox.writable`; `status` defaults to `detect()`."""
+    paths, `sandbox.network`, `sandbox.writable` and `sandbox.readable`; `status` defaults to `detect()`."""
     found = status if status is not None else detect()
-    policy = build_policy(roots, protected, extra_writable=writable, network=network)
+    policy = build_policy(roots, protected, extra_writable=writable, readable=readable, network=network)
     return Launcher(mode, found, policy)
 
 

@@ -9,8 +9,10 @@ death), the namespace's init dies and the kernel kills everything in it, `setsid
 included. `--cap-drop ALL`: bwrap run as root keeps every capability otherwise, and root with
 CAP_SYS_ADMIN can unmount the empty folders that hide the data dir. `--new-session`: no controlling
 terminal (no TIOCSTI injection). Mount order: `/` read-only, private `/tmp`, `/var/tmp`, `/run` (which
-also hides the sockets of docker, D-Bus, systemd and ssh-agent), the writable roots, the hidden paths,
-then the read-only paths inside the roots. Imports only the standard library and `agentd.sandbox.policy`.
+also hides the sockets of docker, D-Bus, systemd and ssh-agent), the policy's `visible` paths that lie in
+them bound back read-only (the program's own installation, `sandbox.readable`: never a private folder
+itself), the writable roots (a workspace under `/tmp` included), the hidden paths, then the read-only
+paths inside the roots. Imports only the standard library and `agentd.sandbox.policy`.
 """
 
 from __future__ import annotations
@@ -32,8 +34,19 @@ def _private_dirs() -> list[str]:
     return [d for d in PRIVATE_DIRS if os.path.isdir(d) and not os.path.islink(d)]
 
 
-def _under_any(path: Path, tops: list[str]) -> bool:
+def _under_any(path: Path, tops: list[str] | list[Path]) -> bool:
     return any(path == Path(t) or Path(t) in path.parents for t in tops)
+
+
+def _shown(policy: SandboxPolicy, private: list[str]) -> list[Path]:
+    """The `visible` paths to bind back: strictly inside a private folder (never one itself, nor a
+    folder holding one), not inside a writable root or another path already shown."""
+    inside = [v for v in policy.visible if any(Path(d) in v.parents for d in private)]
+    out: list[Path] = []
+    for v in sorted(inside, key=lambda p: len(p.parts)):
+        if not _under_any(v, [*policy.writable, *out]):
+            out.append(v)
+    return out
 
 
 def _resolver_binds() -> list[str]:
@@ -58,10 +71,13 @@ def bwrap_argv(bwrap: str, policy: SandboxPolicy, cwd: Path, argv: list[str]) ->
         out += ["--tmpfs", d]
     if policy.network:
         out += _resolver_binds()
+    shown = _shown(policy, private)
+    for v in shown:
+        out += ["--ro-bind", str(v), str(v)]
     for w in policy.writable:
         out += ["--bind", str(w), str(w)]
     for h in (*policy.hidden, *policy.hidden_files):
-        if _under_any(h, private) and not any(w in h.parents for w in policy.writable):
+        if _under_any(h, private) and not _under_any(h, [*policy.writable, *shown]):
             continue  # already invisible
         out += ["--tmpfs", str(h)] if h in policy.hidden else ["--ro-bind", "/dev/null", str(h)]
     for r in policy.readonly:

@@ -7,8 +7,9 @@ returns the command line to start (in a new session, stdin from /dev/null) and w
 - sandbox off or missing (`"auto"`), or the call asked to run outside it: on Linux the reaper helper
   (`agentd/sandbox/reaper.py`) around `argv`, so what the command leaves still dies with it;
 - `"required"` with no sandbox, or a request to leave it: `SandboxRefused` (nothing runs).
-Used by `run_command` and meant for stdio MCP servers started by agentd. Imports only the standard
-library and `agentd.sandbox`; never pygls, lsprotocol, acp or agentd.adapters.
+In the sandbox the program's own installation stays visible even under `/tmp` or `/run`
+(`agentd.sandbox.visible`). Used by `run_command` and for the stdio MCP servers agentd starts. Imports
+only the standard library and `agentd.sandbox`; never pygls, lsprotocol, acp or agentd.adapters.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from agentd.sandbox.bwrap import bwrap_argv
 from agentd.sandbox.policy import SandboxPolicy
 from agentd.sandbox.seatbelt import seatbelt_argv
 from agentd.sandbox.status import SandboxMode, SandboxStatus
+from agentd.sandbox.visible import program_paths
 
 REAPER = Path(__file__).with_name("reaper.py")
 
@@ -56,10 +59,18 @@ class Launcher:
         return self.mode != "off" and self.status.available
 
     def launch(
-        self, argv: list[str], cwd: Path, *, network: bool = False, unsandboxed: bool = False
+        self,
+        argv: list[str],
+        cwd: Path,
+        *,
+        network: bool = False,
+        unsandboxed: bool = False,
+        config_env: Mapping[str, str] | None = None,
     ) -> Launch:
         """The command line for `argv` run in `cwd`. `network`: this process may use the network (an
-        approved request or a rule); `unsandboxed`: it runs outside the sandbox (approved by the user).
+        approved request or a rule); `unsandboxed`: it runs outside the sandbox (approved by the user);
+        `config_env`: given when `argv` comes from the user's configuration (an MCP server): the
+        environment configured for it; the paths its arguments name then stay visible too.
         Raises `SandboxRefused` under `sandbox = "required"` when it cannot run sandboxed."""
         if self.mode == "required" and not self.status.available:
             raise SandboxRefused(
@@ -71,11 +82,11 @@ class Launcher:
                 "run it without unsandboxed, or ask the user to run it."
             )
         if self.active and not unsandboxed:
-            return self._sandboxed(argv, cwd, network or self.policy.network)
+            policy = self.policy.with_network(network or self.policy.network)
+            return self._sandboxed(argv, cwd, policy.with_visible(program_paths(argv, config_env)))
         return self._guarded(argv)
 
-    def _sandboxed(self, argv: list[str], cwd: Path, network: bool) -> Launch:
-        policy = self.policy.with_network(network)
+    def _sandboxed(self, argv: list[str], cwd: Path, policy: SandboxPolicy) -> Launch:
         if self.status.backend == "seatbelt":
             tmp = Path(tempfile.mkdtemp(prefix="agentd-cmd-"))
             return Launch(seatbelt_argv(policy, tmp, argv), True, tmp)

@@ -34,7 +34,12 @@ async def _servers(b: Box, monkeypatch: pytest.MonkeyPatch, servers: dict[str, A
     monkeypatch.setenv("AGENTD_CONFIG_DIR", str(b.config))
     for spec in servers.values():
         spec["env"] = {k: v.replace("{home}", str(b.home)) for k, v in spec.get("env", {}).items()}
-    settings = Settings.model_validate({"mcp": {"servers": servers}, **cfg})
+    mode = cfg.pop(
+        "sandbox", "auto"
+    )  # the box stands for the read-only rest of the file system (sandbox-tmp)
+    settings = Settings.model_validate(
+        {"mcp": {"servers": servers}, "sandbox": {"mode": mode, "readable": b.readable}, **cfg}
+    )
     warnings: list[str] = []
     launcher = session_launcher(settings, b.ws, DataDir(b.data))
     mcp = await start_servers(specs_from_settings(settings), b.ws, settings, warn=warnings.append,
