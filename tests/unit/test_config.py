@@ -38,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "store": {"blob_min_bytes": 262144},
     "checkpoints": {"enabled": True, "max_file_bytes": 10485760},
     "permissions": {"rules": [], "default_mode": "default", "approval_timeout_s": 120},
-    "sandbox": {"mode": "auto", "network": False, "writable": [], "hide": [], "pass_env": []},
+    "sandbox": {"mode": "auto", "network": False, "writable": [], "readable": [], "hide": [], "pass_env": []},
     "hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
     "workspace_hooks": {"before_tool": [], "after_tool": [], "before_model": [], "turn_end": []},
     "workspace_mcp_servers": {},
