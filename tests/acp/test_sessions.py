@@ -1,7 +1,8 @@
 """The ACP adapter's session methods and what an editor sees (PROTOCOL.md §4.5, §6, §11; docs/acp.md):
-modes, resume, close, the `_agentd/session/*` extensions, slash commands, the prompt's content blocks, the
-command-prefix option, a cancelled approval, H20 escaping, client write errors, MCP servers given by the
-client, missing credentials, a session another process holds, and unknown sessions."""
+modes, resume, close, the `_agentd/session/*` extensions (checkpoints, rewind and fork included), slash
+commands, the prompt's content blocks, the command-prefix option, a cancelled approval, H20 escaping, client
+write errors, MCP servers given by the client, an untrusted workspace, missing credentials, a session another
+process holds, unknown sessions, and the same sessions as the command line and the LSP adapter."""
 
 from __future__ import annotations
 
