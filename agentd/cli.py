@@ -30,6 +30,7 @@ from agentd.errors import (  # noqa: F401  (the exit codes, owned by agentd.erro
     UsageError,
 )
 from agentd.log import console
+from agentd.text import has_surrogates
 
 _LEVELS = ("", "1", "2")  # dest suffix of the global options: before the subcommand, after it, after its own
 
@@ -549,7 +550,14 @@ def _workspace(raw: str) -> Path:
         raise ConfigError(
             f"workspace {raw} does not exist or is not a directory; pass an existing --workspace DIR"
         )
-    return ws.resolve()
+    ws = ws.resolve()
+    if has_surrogates(str(ws)):  # a session stores its workspace as UTF-8 text (H19 class, break9)
+        shown = os.fsencode(ws).decode("utf-8", "backslashreplace")
+        raise ConfigError(
+            f"workspace {shown}: its path is not valid UTF-8, and a session stores it as text; rename the "
+            "folder, or work in another one"
+        )
+    return ws
 
 
 def _resumed_workspace(session_id: str, workspace: str | None, dd: Any) -> Path | None:

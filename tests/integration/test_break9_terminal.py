@@ -2,7 +2,8 @@
 session or a command reaches the terminal as itself. A reply that writes `ESC [2J` (clear screen), an OSC
 title or clipboard sequence, a BEL or a lone CR (which rewrites a line: a forged `[Permission] ... -> allow`)
 is shown with escapes by `agentd run`, `agentd sessions show`, `sessions list` and `sessions export --format
-markdown`; the JSONL export stays the log itself. H7 class: a standard stream closed at start. H11 class:
+markdown`; the JSONL export stays the log itself. H7 class: a standard stream closed at start. H19: a
+workspace path that is not UTF-8. H11 class:
 every address of this machine fails fast when refused."""
 
 from __future__ import annotations
@@ -180,4 +181,22 @@ def test_a_refused_connection_to_another_loopback_address_fails_fast(tmp_path: P
     assert (out.returncode, out.stdout) == (6, "")
     last = out.stderr.splitlines()[-1]
     assert "refused the connection" in last and last.endswith("(gave up after 2 attempts)")
+    assert not (tmp_path / "data" / "sessions").exists() or not os.listdir(tmp_path / "data" / "sessions")
+
+
+def test_a_workspace_whose_path_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    """H19 (break9): `agentd run` in a folder whose name is not UTF-8 (`wsx\\xff`) ended with "internal error:
+    UnicodeEncodeError" and left a broken session behind; it is a usage error (exit 2) that says what to do,
+    and no session is written."""
+    ws = os.fsdecode(os.fsencode(tmp_path) + b"/wsx\xff")
+    os.mkdir(ws)
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"answers": [{"reply": ["one"]}]}), encoding="utf-8")
+    out = _agentd(
+        ["run", "--workspace", ws, "--provider", "scripted", "--scenario", str(scenario), "--prompt", "hi"],
+        tmp_path,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.endswith("wsx\\xff: its path is not valid UTF-8, and a session stores it as text; rename the "
+                               "folder, or work in another one\n")  # fmt: skip
     assert not (tmp_path / "data" / "sessions").exists() or not os.listdir(tmp_path / "data" / "sessions")
