@@ -451,8 +451,17 @@ def _on_terminal(args: argparse.Namespace) -> bool:
 
 def _chat(args: argparse.Namespace) -> int:
     """The interactive terminal client (PROTOCOL.md §3.1; docs/terminal.md) on the workspace: its newest
-    session, a new one (`--new`) or `--resume ID` (in that session's own folder)."""
+    session, a new one (`--new`) or `--resume ID` (in that session's own folder). The terminal's Enter
+    stays an Enter from here on, before the client's libraries load (agentd.adapters.tui.tty)."""
+    from agentd.adapters.tui.tty import enter_stays_enter
+
+    with enter_stays_enter(sys.stdin.fileno()) as found:
+        return _chat_in(args, found)
+
+
+def _chat_in(args: argparse.Namespace, found: Any) -> int:
     from agentd.adapters.tui.chat import Opener, run_chat
+    from agentd.adapters.tui.tty import as_found
 
     dd = data_dir(args.data_dir)
     workspace = _workspace(args.chat_workspace or ".")
@@ -466,7 +475,8 @@ def _chat(args: argparse.Namespace) -> int:
         loaded = load_settings(ws, warnings=warnings, cli=overrides)
         for w in warnings:
             console.line(f"agentd: warning: {w}")
-        _ask_trust(ws, loaded)
+        with as_found(sys.stdin.fileno(), found):  # the question reads a line, as typed at start
+            _ask_trust(ws, loaded)
         return loaded
 
     return run_chat(Opener(settings, dd), workspace, resume=args.resume or None, new=args.chat_new,

@@ -1,7 +1,7 @@
 """The terminal client as found by using it (issue 14 Part 1, T7-T8): `/resume` of a session another process
 holds, or of one that does not exist, says so and keeps the session open now (it was closed first, leaving
-none, T7); a line typed during a turn and ended with Enter is sent when the turn ends (the terminal turned
-its Enter into a newline, so it sat in the input unsent, T8)."""
+none, T7); a line typed while the client starts or during a turn and ended with Enter is sent as soon as
+the input is up (the terminal turned its Enter into a newline, so it sat in the input unsent, T8)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ def test_resume_of_a_held_session_keeps_this_one_and_typed_ahead_lines_are_sent(
     (held,) = [p.name for p in (Path(term_env["AGENTD_DATA_DIR"]) / "sessions").iterdir()]
 
     t = terminals(["--new"], term_env, workspace)
-    step(t, "second open", "❯", "new session")
+    t.wait_for("new session")  # the header, maybe before the input is up: typed ahead, it is sent (T8)
+    t.line("/mode acceptEdits")
+    step(t, "second open", "[mode · acceptEdits]", "❯ /mode acceptEdits")
     t.line("Two.")
     step(t, "second answer", "Answer two.", "Answer two.")
     t.line(f"/resume {held}")

@@ -306,11 +306,11 @@ def test_the_terminal_libraries_stay_in_the_terminal_client() -> None:
         {_rel(p) for p in _modules() for m, _ in _imports(p) if _first(m) in ("prompt_toolkit", "rich")}
     )
     assert users and all(u.startswith("agentd/adapters/tui/") for u in users)
-    importers = sorted(
+    importers = sorted({
         (_rel(p), top)
         for p in _modules()
         if not _rel(p).startswith("agentd/adapters/tui/")
         for m, top in _imports(p)
         if m.startswith("agentd.adapters.tui")
-    )
+    })  # fmt: skip
     assert importers == [("agentd/cli.py", False)]

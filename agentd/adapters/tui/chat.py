@@ -13,13 +13,11 @@ Uses only the Session's public API (tests/unit/test_architecture.py). Never impo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
-import termios
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from agentd.adapters.tui.approval import KeyboardApprover
 from agentd.adapters.tui.entry import ChatCompleter, Entry
 from agentd.adapters.tui.mentions import prompt_blocks
 from agentd.adapters.tui.status import status_text
+from agentd.adapters.tui.tty import keys_held
 from agentd.adapters.tui.view import View
 from agentd.errors import AgentdError, SessionLocked
 from agentd.text import visible
@@ -73,26 +72,6 @@ def route_logs(view: View, verbose: int) -> None:
     root.handlers[:] = [_ViewLog(view, level)]
 
 
-@contextlib.contextmanager
-def keys_held(fd: int) -> Iterator[None]:
-    """During a turn, keys typed are neither echoed nor line-edited (they wait for the next prompt, and an
-    Enter typed ahead stays an Enter that sends: no CR-to-NL translation, T8); Ctrl-C still interrupts.
-    Nothing changes when `fd` is not a terminal."""
-    try:
-        old = termios.tcgetattr(fd)
-    except (termios.error, OSError):
-        yield
-        return
-    quiet = termios.tcgetattr(fd)
-    quiet[0] &= ~termios.ICRNL
-    quiet[3] &= ~(termios.ECHO | termios.ICANON)
-    termios.tcsetattr(fd, termios.TCSANOW, quiet)
-    try:
-        yield
-    finally:
-        termios.tcsetattr(fd, termios.TCSANOW, old)
-
-
 class Chat:
     """One terminal client (see the module docstring)."""
 
@@ -109,6 +88,7 @@ class Chat:
         self.created = False
         self.quit = False
         self.listed: list[str] = []  # session ids of the last /sessions listing, for `/resume N`
+        self.prefill = ""  # the text the next input starts with (the prompt a /rewind took back)
         self._turn: asyncio.Task[Any] | None = None
         self._stopping = False
         self._activity = "working"
@@ -253,7 +233,8 @@ class Chat:
         try:
             while not self.quit:
                 try:
-                    text = await self.entry.read()
+                    default, self.prefill = self.prefill, ""
+                    text = await self.entry.read(default)
                 except KeyboardInterrupt:
                     now = time.monotonic()
                     if now - last_interrupt < EXIT_WINDOW_S:

@@ -1,5 +1,5 @@
 """The slash commands of the terminal client (docs/terminal.md): `/help`, `/new`, `/sessions`, `/resume`,
-`/compact`, `/cost`, `/plan`, `/mode`, `/model`, `/quit`.
+`/compact`, `/rewind`, `/fork` (agentd.adapters.tui.rewind), `/cost`, `/plan`, `/mode`, `/model`, `/quit`.
 
 Owns `COMMANDS` (name, argument, help), `is_command`, `run` (dispatch) and `arguments` (what completes after
 a command: session ids, modes). Each command is a small function over the `Chat` and the Session's public
@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agentd.adapters.tui.approval import CANCELLED, choose_option
+from agentd.adapters.tui.rewind import fork_command, label, prompt_checkpoints, rewind_command
 from agentd.adapters.tui.status import cache_share, tokens_short
 from agentd.errors import UsageError
 from agentd.protocol.session import MODE_IDS
@@ -31,6 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "/sessions": ("[all]", "this workspace's sessions (all: every workspace's)"),
     "/resume": ("[ID|N]", "open another session (an id, a number from /sessions, or pick one)"),
     "/compact": ("", "summarise the history now, to free context"),
+    "/rewind": ("[N] [files|conversation]", "put the files and/or the conversation back to before a prompt"),
+    "/fork": ("[N]", "a new session with this one's history (before checkpoint N), opened here"),
     "/cost": ("", "tokens, prompt-cache share and cost of this session"),
     "/plan": ("", "the session's TODO plan"),
     "/mode": ("[MODE]", "show or set the permission mode: " + ", ".join(MODE_IDS)),
@@ -63,6 +66,8 @@ def arguments(chat: Chat, name: str) -> Iterable[tuple[str, str]]:
         return [(m, "") for m in MODE_IDS]
     if name == "/sessions":
         return [("all", "every workspace")]
+    if name in ("/rewind", "/fork") and chat.session is not None:
+        return [(str(c["id"]), label(c)) for c in prompt_checkpoints(chat.session)]
     return []
 
 
@@ -225,5 +230,6 @@ async def _quit(chat: Chat, arg: str) -> None:
 
 HANDLERS: dict[str, Handler] = {
     "/help": _help, "/new": _new, "/sessions": _list, "/resume": _resume, "/compact": _compact, "/cost": _cost,
-    "/plan": _plan, "/mode": _mode, "/model": _model, "/quit": _quit,
+    "/plan": _plan, "/mode": _mode, "/model": _model, "/quit": _quit, "/rewind": rewind_command,
+    "/fork": fork_command,
 }  # fmt: skip

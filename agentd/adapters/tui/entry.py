@@ -137,7 +137,8 @@ class Entry:
         text = self.prompts.default_buffer.document.text_before_cursor
         return text.startswith("/") or mention_at(text) is not None
 
-    async def read(self) -> str:
-        """The next input; anything printed meanwhile (a log record) appears above the input line."""
+    async def read(self, default: str = "") -> str:
+        """The next input, starting with `default` (editable); anything printed meanwhile (a log record)
+        appears above the input line."""
         with patch_stdout(raw=True):
-            return await self.prompts.prompt_async(FormattedText([("class:prompt", "❯ ")]))
+            return await self.prompts.prompt_async(FormattedText([("class:prompt", "❯ ")]), default=default)

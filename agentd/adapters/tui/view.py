@@ -32,7 +32,8 @@ MARKS = {"completed": "[x]", "done": "[x]", "in_progress": "[~]", "pending": "[ 
 MARK_STYLES = {"completed": "green", "done": "green", "in_progress": "yellow", "pending": "dim"}
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 OUTPUT_LINES = 4  # a command's last output lines shown under its tool line
-HIDDEN_LINES = ("[turn ·", "[Tool] ")  # the core's lines the client shows otherwise (status line, tool lines)
+# the core's lines the client shows otherwise (status line, tool lines, /rewind's report)
+HIDDEN_LINES = ("[turn ·", "[Tool] ", "[rewind ")
 # lines the client shows another way: an allowed call (its tool line), the user's own answer (the approval
 # line), the core's in-process hooks (the plan reminder); a user hook's line (`-> allow`, `-> deny`) stays
 _SHOWN_OTHERWISE = re.compile(
@@ -123,6 +124,11 @@ class View:
     def print(self, renderable: RenderableType = "", **kw: Any) -> None:
         self.console.print(renderable, **kw)
         self._blank = isinstance(renderable, str) and renderable == ""
+
+    def reset_usage(self) -> None:
+        """Forget the last usage_update (the context changed without a request: a rewind)."""
+        self.usage = None
+        self.version += 1
 
     def gap(self) -> None:
         """One blank line, unless the last line printed is one (between a turn, a command's output or a
