@@ -6,17 +6,27 @@ records of `agentd.persistence.records` into appends with the fsync policy of §
 each tool result, and before a tool runs), moves large texts to blobs (tool_result texts, diff texts and
 whole tool outputs of `store.blob_min_bytes` or more, case C07), refreshes meta.json, and remembers when the
 last todos snapshot was written (`agentd/session/todos` `updatedAt`).
+
+fsync off the event loop (issue 16): while `defer_fsync` is set (the Session sets it for a turn, the hot
+path) and a loop runs, `write(fsync=True)` writes the bytes at once (in order, rolled back on error) and
+leaves the fsync to `await durable()`, which runs one fsync in a worker
+thread for every write made so far (group commit: one fsync covers all the sessions' writes queued behind
+it). Whoever acts on durability awaits it: the Session before it sends an update (its outbox) and before a
+turn's answer, the loop before a tool runs. Otherwise (between turns, the CLI's readers) `write` fsyncs at
+once. An fsync that fails makes the next `write` raise the StorageError.
 Must not import pygls, lsprotocol, acp or adapters.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Callable
 from typing import Any
 
 from ulid import ULID
 
+from agentd.errors import StorageError
 from agentd.persistence.paths import DataDir
 from agentd.persistence.records import MessageRecord, Record, TodosRecord
 from agentd.persistence.store import SessionStore, read_records
@@ -35,12 +45,23 @@ class Journal:
         self._store = store
         self.blob_min_bytes = blob_min_bytes
         self.todos_at: str | None = None  # `at` of the last todos record (written or replayed)
+        self._written = 0  # writes made that wanted an fsync (a counter)
+        self._synced = 0  # of those, how many an fsync has covered
+        self._sync_lock: asyncio.Lock | None = None
+        self._failed: StorageError | None = None  # a deferred fsync failed: the next write raises it
+        self.defer_fsync = False  # set by the Session while a turn runs
 
     # ---- appending ---------------------------------------------------------------------------------
     def write(self, *records: Record, fsync: bool = True) -> list[dict[str, Any]]:
         """Append `records` with one write (and one fsync unless `fsync=False`); returns them as written
-        (`{"v", "seq", "at", "kind", ...payload}`). Raises StorageError (the log is rolled back)."""
-        written = self._store.append_many(((r.kind, r.payload()) for r in records), fsync=fsync)
+        (`{"v", "seq", "at", "kind", ...payload}`). Inside a running event loop the fsync is deferred to
+        `durable()` (module docstring). Raises StorageError (the log is rolled back)."""
+        if self._failed is not None:
+            raise self._failed
+        defer = fsync and self.defer_fsync and _loop_running()
+        written = self._store.append_many(((r.kind, r.payload()) for r in records), fsync=fsync and not defer)
+        if defer:
+            self._written += 1
         for rec in written:
             if rec["kind"] == TodosRecord.kind:
                 self.todos_at = rec["at"]
@@ -90,8 +111,40 @@ class Journal:
         return self._store.write_blob(data)
 
     def sync(self) -> None:
-        """fsync the log (after appends made with `fsync=False`). Raises StorageError."""
+        """fsync the log now, on the calling thread (after appends made with `fsync=False`; at close).
+        Raises StorageError."""
+        upto = self._written
         self._store.sync()
+        self._synced = max(self._synced, upto)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a write is waiting for its deferred fsync."""
+        return self._synced < self._written
+
+    async def durable(self) -> None:
+        """Return once every write made before the call is fsynced: one fsync in a worker thread covers all
+        writes made until it starts; concurrent callers share it. Raises StorageError (and every later
+        write raises it too)."""
+        target = self._written
+        if self._synced >= target:
+            return
+        if self._sync_lock is None:
+            self._sync_lock = asyncio.Lock()
+        async with self._sync_lock:
+            if self._synced >= target or self._store.closed:  # closing fsyncs on its own
+                return
+            if self._failed is not None:
+                raise self._failed
+            upto = self._written
+            try:
+                await asyncio.to_thread(self._store.sync)
+            except ValueError:  # closed meanwhile: `Session.close` fsynced
+                return
+            except StorageError as exc:
+                self._failed = exc
+                raise
+            self._synced = max(self._synced, upto)
 
     def update_meta(self, **fields: Any) -> dict[str, Any]:
         """Rewrite meta.json with `fields` changed (temp file, fsync, rename). Raises StorageError."""
@@ -137,3 +190,11 @@ class Journal:
     def close(self) -> None:
         """Close the log and release the session lock (`Session.close` fsyncs first). Idempotent."""
         self._store.close()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

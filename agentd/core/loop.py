@@ -343,6 +343,7 @@ class Turn:
         call = box.prepare(tu, repeat_of)
         s.emit(updates.tool_call(call.id, call.title, call.kind, call.raw))
         await box.check(call)
+        await s.settled()  # the editor has the `tool_call` before any approval request about it
         s.state = "running" if call.refusal else "awaiting_permission"
         try:
             decision = await box.decide(call)
@@ -358,6 +359,7 @@ class Turn:
         self.tool_started_at[call.id] = s.clock.now()
         failpoints.hit("loop.after_tool_started")
         s.emit(updates.tool_call_update(call.id, "in_progress"))
+        await s.journal.durable()  # `tool_started` is on disk before the tool runs (CONTRACTS.md §9)
         out = await box.run(call)
         self.finish(call, out, decision)
         if call.name == "todo_write" and not out.is_error:

@@ -35,8 +35,10 @@ Public API (`Session.PUBLIC`):
   session no client holds open: agentd.core.stored (`stored_checkpoints`, `rewind_stored`, `fork_stored`).
 - `close()`: flush and release the lock, ask the MCP servers to stop; idempotent. `await aclose()` also waits
   for the MCP servers.
-Updates are emitted after what they report is persisted (persist before notify). Must not import pygls,
-lsprotocol, acp or adapters.
+Updates are emitted after what they report is persisted (persist before notify): while a log write waits
+for its deferred fsync (`Journal.durable`, issue 16), `emit` queues updates in an outbox that one task
+delivers, in order, once the fsync has covered them; `prompt` returns after the outbox is empty. Must not
+import pygls, lsprotocol, acp or adapters.
 """
 
 from __future__ import annotations
@@ -168,11 +170,14 @@ class Session:
         self.toolbox = toolbox
         self.journal = journal
         self.checkpointer = checkpointer  # the workspace's checkpoints (issue 13)
-        self.lines = lines
+        self._line_writer = lines
+        self.lines: LineWriter = self._ordered_line  # operator lines keep their order with the updates
         self.secrets = secrets
         self.instructions = instructions or Instructions()  # the project instructions in the system prompt
         self.mcp = mcp  # agentd.mcp.manager.MCPManager: the session's MCP servers, stopped with it
         self.sink: EventSink = sink or (lambda _u: None)
+        self._outbox: list[Callable[[], None]] = []  # updates (and lines) waiting for a deferred fsync
+        self._flusher: asyncio.Task[None] | None = None
         self.totals = TokenTotals()
         self.state = "idle"  # idle | running | awaiting_permission
         self.turns = 0
@@ -360,15 +365,20 @@ class Session:
         if self.busy:
             raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
         titled = self.title is not None
+        self.journal.defer_fsync = True  # the turn's fsyncs run off the loop (Journal)
         self._task = asyncio.ensure_future(run_turn(self, blocks))
         try:
-            stop = await asyncio.shield(self._task)
-        except asyncio.CancelledError:
-            stop = await self._finish_cancelled()
+            try:
+                stop = await asyncio.shield(self._task)
+            except asyncio.CancelledError:
+                stop = await self._finish_cancelled()
+            finally:
+                self.state = "idle"
+            if not titled and self.title is not None:
+                self.emit(updates.session_info_update(self.title, self.updated_at))
         finally:
-            self.state = "idle"
-        if not titled and self.title is not None:
-            self.emit(updates.session_info_update(self.title, self.updated_at))
+            self.journal.defer_fsync = False
+            await self.settled()  # the answer goes after every update of the turn, all durable
         return stop
 
     async def _finish_cancelled(self) -> str:
@@ -421,6 +431,8 @@ class Session:
             self.journal.sync()
         except Exception:
             log.warning("session %s: final fsync failed", self.id, exc_info=True)
+        else:
+            self._deliver(len(self._outbox))
         self.journal.close()
 
     async def aclose(self) -> None:
@@ -435,7 +447,49 @@ class Session:
 
     # ---- the core's own steps (loop, compaction, replay) ----------------------------------------------
     def emit(self, update: dict[str, Any]) -> None:
-        """Send one update to the sink. Callers persist first (persist before notify)."""
+        """Send one update to the sink, once what it reports is durable: callers persist first (persist
+        before notify); while a write waits for its deferred fsync the update queues behind it, in order."""
+        self._in_order(lambda: self._send(update))
+
+    def _ordered_line(self, line: str) -> None:
+        self._in_order(lambda: self._line_writer(line))
+
+    def _in_order(self, send: Callable[[], None]) -> None:
+        if not self._outbox and not self.journal.pending:
+            send()
+            return
+        self._outbox.append(send)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    async def settled(self) -> None:
+        """Return once every write so far is fsynced and every update emitted so far is sent. Raises
+        StorageError when the fsync fails (the queued updates are then never sent)."""
+        await self.journal.durable()
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.shield(self._flusher)
+        self._deliver(len(self._outbox))
+
+    async def _flush(self) -> None:
+        while self._outbox:
+            n = len(self._outbox)  # the writes behind these updates were all made before this fsync starts
+            try:
+                await self.journal.durable()
+            except Exception:
+                log.exception("session %s: the log could not be fsynced; %d update(s) not sent", self.id, n)
+                del self._outbox[:n]
+                return
+            self._deliver(n)
+
+    def _deliver(self, n: int) -> None:
+        batch, self._outbox[:n] = self._outbox[:n], []
+        for send in batch:
+            try:
+                send()
+            except Exception:  # a broken line writer must not drop the rest
+                log.exception("session %s: an update or line could not be sent", self.id)
+
+    def _send(self, update: dict[str, Any]) -> None:
         try:
             self.sink(update)
         except Exception:  # a broken sink must not break the turn

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,6 +129,7 @@ class SessionStore:
         self.warnings: list[str] = []
         self._lock = lock
         self._fd: int | None = fd
+        self._fd_lock = threading.Lock()  # `sync` may run in a worker thread (Journal.durable); close waits
         self._records = scan.records
         self._last_seq = scan.last_seq
         self._size = scan.good_len
@@ -349,12 +351,14 @@ class SessionStore:
         failpoints.hit("store.append.after")
 
     def sync(self) -> None:
-        """fsync the log (after appends made with `fsync=False`). Raises StorageError."""
-        fd = self._require_open()
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            raise self._write_error(exc) from exc
+        """fsync the log (after appends made with `fsync=False`); safe from a worker thread. Raises
+        StorageError."""
+        with self._fd_lock:
+            fd = self._require_open()
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise self._write_error(exc) from exc
 
     def write_blob(self, data: bytes) -> str:
         """Store `data` once as `blobs/<sha256>` (0600; temp file, fsync, rename) and return the sha256 hex ref.
@@ -407,10 +411,12 @@ class SessionStore:
 
     def close(self) -> None:
         """Close the log and release the session lock. Idempotent."""
-        fd, self._fd = self._fd, None
+        with self._fd_lock:
+            fd, self._fd = self._fd, None
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
             self._lock.release()
 
     def __enter__(self) -> SessionStore:

@@ -7,6 +7,12 @@ Prints one JSON line:
   same with a 100-message one. Per step, overhead = `received_at` of request k+1 - `last_byte_at` of
   response k - the tool time agentd reports (`durationMs`), all from the emulator journal and the updates.
 - `request_bytes_ratio`: request body size at 5,000 messages / at 100 (the serialisation no step avoids).
+- `loop_cpu_ratio` (issue 16): the daemon's own CPU per model request (utime + stime from /proc, the
+  CPU to serialise the request bodies as JSON, the SDK's share, subtracted) at 5,000 messages / at 100.
+- `big_resume_ms`, `big_resume_peak_mib`, `big_load_bytes` (issue 16): `agentd/session/load` of a generated
+  session of about 100 MiB whose last 0.5 MiB follow a compaction (`gen.generate_compacted`), in a daemon
+  that loaded a small session first: the time to the answer, the peak RSS above the idle daemon (VmHWM
+  reset first), the bytes sent to the editor for it; a prompt after it must pass the emulator.
 Plus the absolute medians behind them. Sessions come from `tests.benchmarks.gen` (compression off, a
 window large enough for the whole history); each step is an instant emulator reply calling `read_file`
 on a one-line file. A run in which the emulator answered a 400 publishes nothing (exit 1).
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -27,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd.testing.emulator import Emulator
-from tests.benchmarks.gen import MODEL, generate
+from tests.benchmarks.gen import MODEL, generate, generate_compacted
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = 100_000_000
@@ -40,6 +47,7 @@ class Client:
         self.proc = proc
         self.buf = b""
         self.updates: list[dict[str, Any]] = []
+        self.read_bytes = 0  # everything read from the daemon's stdout
 
     async def send(self, obj: dict[str, Any]) -> None:
         body = json.dumps(obj).encode()
@@ -59,6 +67,7 @@ class Client:
             chunk = await self.proc.stdout.read(1 << 20)
             if not chunk:
                 raise RuntimeError("agentd closed its stdout")
+            self.read_bytes += len(chunk)
             self.buf += chunk
 
     async def reply(self, msg_id: Any, timeout: float = 600) -> dict[str, Any]:
@@ -122,7 +131,8 @@ async def step_overhead(messages: int, steps: int, base: Path) -> dict[str, floa
     sid = generate(data, messages=messages, seed=1)
     workspace = data / "workspace"
     (workspace / "a.txt").write_text("a\n", encoding="utf-8")
-    answers = [{"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.txt"}}}], "stop_reason": "tool_use"}
+    answers = [{"reply": [{"text": "Ready."}], "stop_reason": "end_turn"}] + [  # the warm-up turn, then the steps
+               {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.txt"}}}], "stop_reason": "tool_use"}
                for _ in range(steps)] + [{"reply": [{"text": "Done."}], "stop_reason": "end_turn"}]  # fmt: skip
     emu = Emulator(
         api="anthropic", scenario={"models": {MODEL: {"context_window": HUGE}}, "answers": answers}
@@ -138,12 +148,17 @@ async def step_overhead(messages: int, steps: int, base: Path) -> dict[str, floa
         await client.send({"jsonrpc": "2.0", "id": 2, "method": "agentd/session/load",
                            "params": {"sessionId": sid, "cwd": str(workspace)}})  # fmt: skip
         await client.reply(2)
+        warm = {"sessionId": sid, "prompt": [{"type": "text", "text": "Warm up (imports, connection)."}]}
+        await client.send({"jsonrpc": "2.0", "id": "warm", "method": "agentd/session/prompt", "params": warm})
+        await client.reply("warm")
         client.updates.clear()
         prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "Read a.txt again and again."}]}
+        cpu0 = cpu_s(client.proc.pid)
         await client.send({"jsonrpc": "2.0", "id": 3, "method": "agentd/session/prompt", "params": prompt})
         stop = (await client.reply(3))["result"]["stopReason"]
+        cpu = cpu_s(client.proc.pid) - cpu0
         await _stop(client)
-        journal = emu.journal
+        journal = emu.journal[1:]  # without the warm-up request
         if stop != "end_turn" or emu.problems or any(e["status"] != 200 for e in journal):
             raise RuntimeError(f"the run is invalid: stop {stop}, problems {emu.problems}")
     finally:
@@ -154,7 +169,82 @@ async def step_overhead(messages: int, steps: int, base: Path) -> dict[str, floa
         (journal[k + 1]["received_at"] - journal[k]["last_byte_at"]) * 1000 - tool_ms[k] for k in range(steps)
     ]
     sizes = [len(json.dumps(e["body"]).encode()) for e in journal]
-    return {"overhead_ms": statistics.median(gaps), "request_bytes": statistics.median(sizes)}
+    serialise = _serialise_s([e["body"] for e in journal])
+    return {"overhead_ms": statistics.median(gaps), "request_bytes": statistics.median(sizes),
+            "loop_cpu_ms": max(cpu - serialise, 0.0) * 1000 / len(journal)}  # fmt: skip
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _serialise_s(bodies: list[Any]) -> float:
+    """CPU seconds to serialise the request bodies as JSON: the SDK's share of the daemon's CPU per request,
+    subtracted from `loop_cpu_ms` (median of 3 passes)."""
+    runs = []
+    for _ in range(3):
+        t0 = time.process_time()
+        for body in bodies:
+            json.dumps(body).encode()
+        runs.append(time.process_time() - t0)
+    return statistics.median(runs)
+
+
+def _status_kib(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+async def big_resume(base: Path, mib: float, live_kib: float) -> dict[str, Any]:
+    """Load a generated session of about `mib` MiB whose last `live_kib` KiB follow a compaction, in a daemon
+    that loaded a small session first (imports warm); the load's time, the peak RSS above the idle daemon
+    (VmHWM reset through /proc/<pid>/clear_refs), the bytes sent to the editor, and one prompt after it
+    (the emulator must accept the request)."""
+    data = base / "data-big"
+    sid = generate_compacted(data, mib=mib, live_kib=live_kib, seed=2)
+    small = generate(data, messages=100, seed=3)
+    workspace = data / "workspace"
+    emu = Emulator(api="anthropic", scenario={"models": {MODEL: {"context_window": HUGE}},
+                                              "answers": [{"reply": [{"text": "Done."}]}]})  # fmt: skip
+    url = emu.start()
+    try:
+        client = await _spawn(_env(data, url))
+        await client.send(
+            _init(workspace, {"context": {"windowTokens": HUGE, "compressThresholdTokens": HUGE}})
+        )
+        await client.reply(1)
+        await client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        await client.send({"jsonrpc": "2.0", "id": 2, "method": "agentd/session/load",
+                           "params": {"sessionId": small, "cwd": str(workspace)}})  # fmt: skip
+        await client.reply(2)
+        pid = client.proc.pid
+        idle = _status_kib(pid, "VmRSS")
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{pid}/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+        sent0, t0 = client.read_bytes, time.perf_counter()
+        await client.send({"jsonrpc": "2.0", "id": 3, "method": "agentd/session/load",
+                           "params": {"sessionId": sid, "cwd": str(workspace)}})  # fmt: skip
+        loaded = await client.reply(3)
+        load_ms = (time.perf_counter() - t0) * 1000
+        load_bytes, peak = client.read_bytes - sent0, _status_kib(pid, "VmHWM")
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "Go on."}]}
+        await client.send({"jsonrpc": "2.0", "id": 4, "method": "agentd/session/prompt", "params": prompt})
+        answered = await client.reply(4)
+        await _stop(client)
+        bad = [e for e in emu.journal if e["status"] != 200]
+        if "result" not in loaded or "result" not in answered or bad:
+            raise RuntimeError(
+                f"the big session did not resume: {loaded.get('error')} {answered.get('error')} {bad[:1]}"
+            )
+    finally:
+        emu.stop()
+    log_bytes = (data / "sessions" / sid / "log.jsonl").stat().st_size
+    return {"big_resume_ms": round(load_ms, 1), "big_resume_peak_mib": round((peak - idle) / 1024, 1),
+            "big_load_bytes": load_bytes, "big_log_mib": round(log_bytes / 2**20, 1)}  # fmt: skip
 
 
 def _env(data: Path, url: str | None = None) -> dict[str, str]:
@@ -170,7 +260,7 @@ def _env(data: Path, url: str | None = None) -> dict[str, str]:
     return env
 
 
-async def run(runs: int, steps: int, small: int, large: int) -> dict[str, Any]:
+async def run(runs: int, steps: int, small: int, large: int, big_mib: float = 100) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="agentd-bench-daemon-") as tmp:
         base = Path(tmp)
         folder = base / "ws"
@@ -178,7 +268,12 @@ async def run(runs: int, steps: int, small: int, large: int) -> dict[str, Any]:
         init_ms, bare_ms = await initialize_ms(_env(base / "init"), folder, runs)
         a = await step_overhead(small, steps, base)
         b = await step_overhead(large, steps, base)
+        big = await big_resume(base, big_mib, 512) if big_mib else {}
     return {
+        "loop_cpu_ratio": round(b["loop_cpu_ms"] / a["loop_cpu_ms"], 2),
+        f"loop_cpu_ms_{small}": round(a["loop_cpu_ms"], 2),
+        f"loop_cpu_ms_{large}": round(b["loop_cpu_ms"], 2),
+        **big,
         "initialize_ms": round(init_ms, 1),
         "python_ms": round(bare_ms, 1),
         "initialize_ratio": round(init_ms / bare_ms, 2),
@@ -199,9 +294,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=30, help="tool steps per session (default 30)")
     p.add_argument("--small", type=int, default=100, help="messages of the small session (default 100)")
     p.add_argument("--large", type=int, default=5000, help="messages of the large session (default 5000)")
+    p.add_argument(
+        "--big-mib", type=float, default=100, help="size of the compacted session to resume (0: skip)"
+    )
     args = p.parse_args(argv)
     try:
-        result = asyncio.run(run(args.runs, args.steps, args.small, args.large))
+        result = asyncio.run(run(args.runs, args.steps, args.small, args.large, args.big_mib))
     except RuntimeError as exc:
         sys.stderr.write(f"tests.benchmarks.daemon: {exc}; nothing published\n")
         return 1

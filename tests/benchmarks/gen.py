@@ -13,6 +13,7 @@ Appends are not fsynced one by one (one fsync at the end): the file is the same,
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -175,7 +176,9 @@ def _usage(rng: random.Random, context: int) -> dict[str, Any]:
     }
 
 
-def _turns(rng: random.Random, ids: _Ids, budget: int) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+def _turns(
+    rng: random.Random, ids: _Ids, budget: int, tool_prefix: str = "toolu_gen_"
+) -> Iterator[list[tuple[str, dict[str, Any]]]]:
     """Batches of records, one batch per append call of the loop; exactly `budget` message records."""
     todos: list[dict[str, str]] = [{"content": _sentence(rng, 3, 7), "status": "pending"} for _ in range(4)]
     left, turn, tool_n, round_no, context = budget, 0, 0, 0, 3000
@@ -198,7 +201,7 @@ def _turns(rng: random.Random, ids: _Ids, budget: int) -> Iterator[list[tuple[st
             calls = []
             for _ in range(k):
                 tool_n += 1
-                calls.append(_tool(rng, f"toolu_gen_{tool_n:06d}", round_no, todos))
+                calls.append(_tool(rng, f"{tool_prefix}{tool_n:06d}", round_no, todos))
             yield [("usage", _usage(rng, context))]
             content = [{"type": "text", "text": _sentence(rng, 5, 25)}] + [c[0] for c in calls]
             yield [
@@ -246,6 +249,50 @@ def generate(data_dir: Path | str, *, messages: int, seed: int, session_id: str 
             title = batch[0][1]["title"] if batch[0][0] == "title" else title
         store.sync()
         store.update_meta(turns=turns, title=title, model=MODEL)
+    finally:
+        store.close()
+    return sid
+
+
+def generate_compacted(data_dir: Path | str, *, mib: float, live_kib: float, seed: int) -> str:
+    """A long session for the resume benchmark (issue 16): about `mib` MiB of turns, then a `compaction`
+    record replacing all of them (the shape `core/compaction.py` writes: a summary and its ack), then about
+    `live_kib` KiB of turns after it. Returns the session id (`sess_bench_big_<mib>_<seed>`)."""
+    rng = random.Random(seed)
+    sid = f"sess_bench_big_{int(mib)}_{seed}"
+    dd = DataDir(data_dir)
+    meta = {
+        "cwd": str(Path(data_dir) / "workspace"),
+        "provider": "anthropic",
+        "model": MODEL,
+        "directories": [],
+    }
+    (Path(data_dir) / "workspace").mkdir(parents=True, exist_ok=True)
+    store = SessionStore.create(dd, sid, meta, clock=_Clock(rng))
+    try:
+        ids, turns, runs, last_role = _Ids(rng), 0, 0, ""
+        for part, (budget_bytes, prefix) in enumerate(
+            ((mib * 2**20, "toolu_old_"), (live_kib * 2**10, "toolu_new_"))
+        ):
+            if part == 1:  # everything so far replaced by a summary (counted in active messages: role runs)
+                summary = {"role": "user", "content": [{"type": "text", "text": "[Summary of earlier conversation]\n"
+                           + _text_of(rng, 4000)}]}  # fmt: skip
+                ack = {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]}
+                store.append("compaction", {"replaced": runs, "summary": summary, "ack": ack})
+                last_role = "assistant"
+            written, chunk = 0, 0
+            while written < budget_bytes:
+                chunk += 1
+                for batch in _turns(rng, ids, 200, f"{prefix}{chunk:05d}_"):
+                    records = store.append_many(batch, fsync=False)
+                    written += sum(len(json.dumps(r)) + 1 for r in records)
+                    turns += batch[0][0] == "prompt"
+                    for kind, payload in batch:
+                        role = payload["message"]["role"] if kind == "message" else None
+                        if role and role != last_role:
+                            runs, last_role = runs + 1, role
+        store.sync()
+        store.update_meta(turns=turns, title="A long session", model=MODEL)
     finally:
         store.close()
     return sid

@@ -123,7 +123,8 @@ class Run:
 async def crash_fuzz(base: Path, points: int = 20, calls: int = 40, seed: int = 16) -> dict[str, Any]:
     """Run the schedule; `crash_points` reached, `crash_resumes_ok`, and the problems of the others."""
     rng = random.Random(seed)
-    schedule = [rng.choice(KINDS) for _ in range(points)]
+    schedule = list(KINDS)[:points] + [rng.choice(KINDS) for _ in range(points - len(KINDS))]
+    rng.shuffle(schedule)  # every kind at least once (when points allow), the rest at random
     ws = base / "ws"
     ws.mkdir(parents=True)
     (ws / "notes.txt").write_text("notes\n", encoding="utf-8")
@@ -197,7 +198,10 @@ async def _one(run: Run, kind: str, rng: random.Random, n: int) -> Resume:
         ]
         run.hold_approvals = True
         run.approval_asked = asyncio.Event()
-    prompt = asyncio.ensure_future(d.prompt(run.sid, f"Crash point {n}: go on.", 600))
+    text = f"Crash point {n}: go on."
+    if kind == "compression":  # enough text that this turn must compress (compressThresholdTokens 6000)
+        text += " Context that fills the window." * 800
+    prompt = asyncio.ensure_future(d.prompt(run.sid, text, 600))
     died = asyncio.ensure_future(d.proc.wait())
     if kind in ("stream", "compression"):
         reached = await asyncio.to_thread(emu.wait_reached, gate, 300)
