@@ -333,10 +333,11 @@ async def test_checkpoints_rewind_and_fork_extensions(
     emulator: Emulator, workspace: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     """Issue 13 over ACP (PROTOCOL.md §6.12-§6.14, §14): `_agentd/session/checkpoints` lists the prompt's
-    checkpoints, `_agentd/session/fork` copies the session, a dry-run `_agentd/session/rewind` names what
-    would change and the rewind restores the files and drops the turn; a bad target is -32602 saying what to
-    do; the list and a fork also work on a session this process does not hold; the fork loads with its
-    history. No agentd-only `checkpoint` update reaches an ACP client."""
+        checkpoints, `_agentd/session/fork` copies the session, a dry-run `_agentd/session/rewind` names what
+        would change and the rewind restores the files and drops the turn; a bad target is -32602 saying what to
+        do; the list and a fork also work on a session this process does not hold; the fork loads with its
+        history. No agentd-only `checkpoint` update reaches an ACP client, live or in a replay (found by driving
+    avante.nvim's ACP client: a load logged an error with a traceback for each checkpoint)."""
     (workspace / "keep.txt").write_text("original\n")
     emulator.script({"answers": [
         _call("run_command", command="printf made > made.txt && printf changed > keep.txt"),
@@ -379,7 +380,10 @@ async def test_checkpoints_rewind_and_fork_extensions(
     await b.call(b.conn.load_session(cwd=str(workspace), session_id=fork["sessionId"], mcp_servers=[]))
     replayed = b.editor.of(fork["sessionId"], "user_message_chunk")
     assert [u["content"]["text"] for u in replayed] == ["change the files"]
+    await b.call(b.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[]))  # has checkpoints
+    assert b.editor.of(sid, "checkpoint") == [] and b.editor.of(sid, "plan") == []
     assert await b.close() == 0
+    assert "not ACP v1" not in (tmp_path / "agent2.err").read_text()  # dropped quietly, live and replayed
 
 
 def _says(text: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentd.acp.bridge")
 
-ACP_UPDATES = frozenset({
+ACP_UPDATES = frozenset({  # the session/update variants of ACP v1 agentd sends (AcpHost.notify)
     "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
     "plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update",
     "usage_update",
@@ -51,10 +51,10 @@ class AcpBridge:
     # ---- updates ------------------------------------------------------------------------------------
     def emit(self, update: dict[str, Any]) -> None:
         """The Session's event sink: one `session/update` notification, now."""
-        if self.host is None or self.session is None or update.get("sessionUpdate") not in ACP_UPDATES:
+        if self.host is None or self.session is None:  # the host drops what ACP v1 has no variant for
             return
         self.host.notify(self.session.id, update)
-        if update["sessionUpdate"] == "current_mode_update":  # clients of config options see it there too
+        if update.get("sessionUpdate") == "current_mode_update":  # clients of config options see it there too
             options = config_options(update["currentModeId"])
             self.host.notify(
                 self.session.id, {"sessionUpdate": "config_option_update", "configOptions": options}

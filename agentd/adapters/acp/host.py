@@ -29,7 +29,7 @@ from acp.schema import (
 from acp.utils import serialize_params
 
 from agentd.adapters.acp import commands
-from agentd.adapters.acp.bridge import AcpBridge, config_options
+from agentd.adapters.acp.bridge import ACP_UPDATES, AcpBridge, config_options
 from agentd.adapters.acp.errors import bad_param, busy, not_found, rpc
 from agentd.adapters.acp.files import ClientFiles
 from agentd.adapters.acp.setup import (
@@ -100,8 +100,9 @@ class AcpHost:
 
     # ---- sending -------------------------------------------------------------------------------------
     def notify(self, session_id: str, update: dict[str, Any], *, replay: bool = False) -> None:
-        """Write one `session/update` now (PROTOCOL.md §7.1; `_meta.agentd.replay` on a replay's)."""
-        if not self.serving:
+        """Write one `session/update` now (PROTOCOL.md §7.1; `_meta.agentd.replay` on a replay's). agentd-only
+        variants (`retry`, `checkpoint`, §7.2), live or replayed, are not sent: ACP v1 has none."""
+        if not self.serving or update.get("sessionUpdate") not in ACP_UPDATES:
             return
         params: dict[str, Any] = {"sessionId": session_id, "update": update}
         if replay:
