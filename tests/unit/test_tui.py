@@ -190,3 +190,21 @@ def test_other_tools_results_are_their_counts() -> None:
     assert result_summary({"items": 3}) == ""  # a plan's title counts its items
     assert result_summary(None) == ""
     assert output_lines({"content": [{"type": "content", "content": {"type": "text", "text": "x"}}]}) == []
+
+
+def test_the_models_text_reaches_the_terminal_escaped() -> None:
+    """H20 (found in use): rich keeps ESC in text, so a reply could clear the screen, retitle the window or
+    write the clipboard (OSC 52); the streamed Markdown, like every other text, is shown escaped."""
+    import io
+
+    from rich.console import Console
+
+    from agentd.adapters.tui.view import Block
+
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=100).print(
+        Block("hello \x1b[2J \x1b]52;c;cHduZWQ=\x07 evil\u202e\n\n```\ncode \x1b[31mred\n```\n")
+    )
+    shown = out.getvalue()
+    assert "\x1b[2J" not in shown and "\x1b]52" not in shown and "\x1b[31mred" not in shown
+    assert "\\x1b[2J" in shown and "\\u202e" in shown and "\\x1b[31mred" in shown

@@ -5,8 +5,8 @@ Markdown (each finished block printed once, the unfinished one shown live), one 
 result (a failure with its reason, `agentd.log.failure_reason`), the plan as a checklist when it changes,
 retries (`overloaded · retrying in 4 s`), mode and title changes; and the live region of a turn (the
 unfinished text, the running tool calls, a spinner and the status line of `status.status_text`).
-Every text that came from the model or a tool passes through `agentd.text.visible` before it is shown as a
-title, a command or a reason (H20). Imports rich; never prompt_toolkit, pygls, lsprotocol or acp.
+Every text that came from the model or a tool passes through `agentd.text.visible` before it is shown: the
+streamed text, a title, a command, a reason, a command's output (H20). Imports rich; never prompt_toolkit, pygls, lsprotocol or acp.
 """
 
 from __future__ import annotations
@@ -69,10 +69,12 @@ def markdown(text: str) -> Markdown:
 class Block:
     """Markdown source rendered without the blank lines rich puts around some blocks (a list starts with
     one), so finished blocks are separated by exactly one blank line; `height`: keep only the last lines
-    (the unfinished block in the live region must fit the screen)."""
+    (the unfinished block in the live region must fit the screen). The source is the model's: escape
+    sequences, other control characters and bidi controls are shown escaped (`visible`, H20), never sent to
+    the terminal (rich keeps ESC in text)."""
 
     def __init__(self, text: str, height: int | None = None) -> None:
-        self.text = text
+        self.text = visible(text)
         self.height = height
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -301,7 +303,7 @@ class View:
     def flush(self) -> None:
         """End the message being streamed: print what is left of it (and a thought, dimmed)."""
         if self._thought.strip():
-            self.print(Text(self._thought.strip(), style="dim italic"))
+            self.print(Text(visible(self._thought.strip()), style="dim italic"))
         self._thought = ""
         self._print_markdown(self._text[self._printed :])
         self._text, self._printed, self._message_id = "", 0, None
