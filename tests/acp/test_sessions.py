@@ -210,9 +210,10 @@ async def test_credentials_locks_and_unknown_sessions(
         "ProviderError",
         "missing_credentials",
     )
-    assert "ANTHROPIC_API_KEY" in str(auth)
+    assert "set ANTHROPIC_API_KEY in the environment your editor starts `agentd --acp` with" in str(auth)
+    assert "--provider" not in str(auth)  # a flag of agentd run, not of an editor's agent server
     again = await _error(b.conn.authenticate(method_id="agentd-env"))
-    assert again.code == -32000
+    assert again.code == -32000 and str(again) == str(auth)
     await b.close()
 
     c = await start(env, tmp_path / "c.err")

@@ -110,10 +110,10 @@ class AgentdAgent:
     @handler("authenticate")
     async def authenticate(self, method_id: str, **kwargs: Any) -> dict[str, Any]:
         """Read the user config and the environment again; `{}` once a provider is usable, else -32000."""
+        from agentd.adapters.acp.setup import provider_of
         from agentd.config import load_settings
-        from agentd.providers.factory import provider_for
 
-        provider = provider_for(load_settings(None))
+        provider = provider_of(load_settings(None))
         await provider.aclose()
         return {}
 

@@ -79,9 +79,23 @@ async def start_mcp(
 
 
 def provider_of(settings: Settings) -> Provider:
-    from agentd.providers.factory import provider_for
+    """The session's provider (agentd.providers.factory.provider_for). Raises its errors; no key is
+    MissingCredentials with the ACP user's remedy (the editor's agent-server `env`, or config.toml), since
+    `--provider` is a flag of `agentd run` only."""
+    from agentd.errors import MissingCredentials
+    from agentd.providers.factory import DEFAULT_KEY_ENV, provider_for
 
-    return provider_for(settings)
+    try:
+        return provider_for(settings)
+    except MissingCredentials:
+        variable = settings.api_key_env or DEFAULT_KEY_ENV.get(settings.provider, "the API key variable")
+        raise MissingCredentials(
+            f"No API key: set {variable} in the environment your editor starts `agentd --acp` with (the `env` "
+            "of its agent server settings), or choose another provider in config.toml (docs/acp.md, "
+            '"Configure the model")',
+            provider=settings.provider,
+            reason="missing_credentials",
+        ) from None
 
 
 async def close_quietly(mcp: Any, provider: Any, session: Any = None) -> None:
