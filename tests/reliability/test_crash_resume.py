@@ -150,19 +150,19 @@ def test_kill_between_tool_use_and_tool_result_then_resume(
 
 
 def test_kill_in_the_middle_of_writing_a_record_then_resume(agentd: Agentd) -> None:
-    """§4.1 row 5 + §4.2: `store.append.mid=kill-mid-write` tears the tool_result record (append #7, seq 8)."""
+    """§4.1 row 5 + §4.2: `store.append.mid=kill-mid-write` tears the tool_result record (append #8, seq 9)."""
     (agentd.ws / "a.txt").write_text("a" * 400 + "\n")
     agentd.emu.script([reply(text("Reading."), tool("read_file", path="a.txt")), reply(text("Back."))])
-    # appends: meta (seq 1), prompt+message (2, 3), title, usage, assistant message, tool_started (7),
-    # then the tool_result (seq 8)
-    killed = agentd.run("read a", failpoints="store.append.mid=kill-mid-write@7")
+    # appends: meta (seq 1), prompt+message (2, 3), the checkpoint before the prompt, title, usage, assistant
+    # message, tool_started (8), then the tool_result (seq 9)
+    killed = agentd.run("read a", failpoints="store.append.mid=kill-mid-write@8")
     assert killed.popen.returncode == -9, killed.stderr
     assert "[Tool] " not in killed.stderr  # persist before notify: the result was never reported
     sid = killed.session_id()
     log = agentd.log_bytes(sid)
     torn = log[log.rindex(b"\n") + 1 :]
     assert re.fullmatch(
-        rb'\{"v":1,"seq":8,"at":"[0-9TZ:-]{20}","kind":"message","messageId":"msg_[0-9a-z]{26}",'
+        rb'\{"v":1,"seq":9,"at":"[0-9TZ:-]{20}","kind":"message","messageId":"msg_[0-9a-z]{26}",'
         rb'"message":\{"role":"user","content":\[\{"type":"tool_result","tool_use_id":"toolu_emu_1_1",'
         rb'"content":"     1\\ta*',
         torn,
@@ -177,7 +177,7 @@ def test_kill_in_the_middle_of_writing_a_record_then_resume(agentd: Agentd) -> N
     assert shown.popen.returncode == 0, shown.stderr
     assert shown.stderr == (
         f"agentd: warning: Session {sid}: skipped a torn last line of log.jsonl ({len(torn)} bytes after "
-        "record 7); it is set aside the next time the session is opened.\n"
+        "record 8); it is set aside the next time the session is opened.\n"
     )
     assert agentd.log_bytes(sid) == log
 
@@ -185,17 +185,17 @@ def test_kill_in_the_middle_of_writing_a_record_then_resume(agentd: Agentd) -> N
     assert (resumed.popen.returncode, resumed.stdout) == (0, "Back.\n"), resumed.stderr
     warning = (
         f"Session {sid}: the last line of log.jsonl was torn (a crash during a write); its {len(torn)} bytes "
-        "were moved to log.jsonl.torn-8 and the log ends at record 7."
+        "were moved to log.jsonl.torn-9 and the log ends at record 8."
     )
     assert warnings_of(resumed.stderr) == [takeover(sid, killed.pid), warning]
-    assert (agentd.session_dir(sid) / "log.jsonl.torn-8").read_bytes() == torn
+    assert (agentd.session_dir(sid) / "log.jsonl.torn-9").read_bytes() == torn
     after = agentd.log_bytes(sid)
     assert after[: len(good)] == good
     records = agentd.records(sid)  # every line parses: the next append started on a fresh line
     assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
     journal = agentd.emu.journal
     assert [accepted(e) for e in journal] == [(200, None), (200, None)]
-    answer = result_block(TU1, INTERRUPTED_AFTER, is_error=True)  # tool_started (seq 7) is on disk
+    answer = result_block(TU1, INTERRUPTED_AFTER, is_error=True)  # tool_started (seq 8) is on disk
     assert strip_cc(journal[1]["body"]["messages"]) == [*acknowledged, user(answer, "continue")]
     assert messages_of(records) == [*acknowledged, user(answer), user("continue"), assistant("Back.")]
 
