@@ -15,7 +15,7 @@ lint-editors:
 format:
 	$(PY) -m ruff format agentd tests
 	$(PY) -m ruff check --fix agentd tests
-	if [ -x .ci/lint/node_modules/.bin/stylua ]; then .ci/lint/node_modules/.bin/stylua editor-clients/nvim tests/editors/nvim/drivers tests/acp/codecompanion; fi
+	if [ -x .ci/lint/node_modules/.bin/stylua ]; then .ci/lint/node_modules/.bin/stylua editor-clients/nvim tests/editors/nvim/drivers tests/acp/codecompanion tests/acp/avante; fi
 
 typecheck:
 	$(PY) -m mypy agentd

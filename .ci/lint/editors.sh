@@ -11,7 +11,7 @@ missing() {
   if [ "$strict" = 1 ]; then echo "lint: $1 is not installed; run bash .ci/lint/install.sh" >&2; exit 1; fi
   echo "lint: skipped $1 (not installed; bash .ci/lint/install.sh installs it)" >&2
 }
-lua=(editor-clients/nvim tests/editors/nvim/drivers tests/acp/codecompanion)
+lua=(editor-clients/nvim tests/editors/nvim/drivers tests/acp/codecompanion tests/acp/avante)
 if [ -x "$bin/stylua" ]; then "$bin/stylua" --check "${lua[@]}"; else missing stylua; fi
 if command -v luacheck >/dev/null 2>&1; then luacheck -q --formatter plain "${lua[@]}"; else missing luacheck; fi
 if [ -x "$bin/eslint" ]; then (cd editor-clients/vscode && "../../$bin/eslint" --max-warnings 0 .); else missing eslint; fi
