@@ -99,12 +99,17 @@ REWIND_KILLS = [
 def test_kill_during_a_rewind(cli: Cli, failpoint: str, ends: str) -> None:
     """Acceptance: a kill at each step of `sessions rewind` leaves the workspace fully before (the intent
     file was not yet written) or, once the session opens again, fully after (the plan runs again); the
-    rewind is recorded exactly once, and the session takes a prompt."""
+    file the user added after the turn is kept either way; the rewind is recorded exactly once, and the
+    session takes a prompt."""
     before = state(cli.ws)
     assert cli.run("change everything", TURN).returncode == 0
     sid = cli.session()
+    (cli.ws / "user.txt").write_text(
+        "the user's\n"
+    )  # new bytes: the `rK` walk writes a pack; kept throughout
     changed = state(cli.ws)
     assert changed != before
+    before = {**before, "user.txt": changed["user.txt"]}
     killed = cli("sessions", "rewind", sid, "--to", "1", failpoints=failpoint)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     pending = json.loads(cli("sessions", "checkpoints", sid, "--json").stdout)["pendingRewind"]
