@@ -10,8 +10,10 @@ Small local models (Qwen-Coder under llama.cpp, Ollama, LM Studio) often answer 
 - a JSON object `{"name": <tool>, "arguments"|"parameters"|"input"|"args": {...}}`, also
   `{"tool": <tool>, ...}` and the OpenAI form `{"type": "function", "function": {"name", "arguments"}}`;
 - a JSON list of such objects (several calls);
+- the API's wrappers: `{"tool_calls": [...]}`, `{"function_call": {...}}`;
 - each inside a fenced block (```json, ```tool_call or bare ```), inside `<tool_call>...</tool_call>` tags (Qwen's
-  own format), or bare in the text; several blocks or objects in one reply are several calls, in order.
+  own format; a fenced block inside the tags too), or bare in the text; several blocks or objects in one reply
+  are several calls, in order.
 Arguments: an object; a JSON string holding an object; `null` or missing (= `{}`); a list of exactly one object;
 a bare string or a one-element list when the tool has exactly one required property (that property gets it);
 written flat beside the name (`{"name": "read_file", "path": "a.py"}`) when every such key is one of the tool's
@@ -20,7 +22,11 @@ parameters. Other keys beside an arguments key (`"reason"`, `"thought"`) are ign
 A candidate that names an offered tool but cannot be executed (arguments of another shape, JSON that does not
 parse) becomes a call with an `error`: the loop answers it with that text as an `is_error` result instead of
 running it, so the model can correct itself. A candidate naming a tool that is not offered stays text (JSON data
-or an example, not a call), as does JSON inside a fence of another language (```python: code).
+or an example, not a call), unless it is in `<tool_call>` tags or a ```tool_call fence, or in a list of calls
+(each with an arguments key) beside calls of offered tools: then it is a call the loop answers "unknown tool".
+JSON inside a fence of another language (```python: code) stays text, also when the fence is never closed.
+Degenerate replies (nesting deeper than the stack, many `{` that do not parse) are text, found in time linear in
+the reply for all but adversarial inputs (a failing start is decoded on a short slice first).
 After `MAX_MALFORMED_ROUNDS` consecutive rounds answered only with these errors, a reply is left as text, so a
 model that cannot produce a call ends its turn instead of looping.
 """
@@ -38,9 +44,15 @@ MAX_MALFORMED_ROUNDS = 3
 ARG_KEYS = ("arguments", "parameters", "input", "args")
 _SHAPE_KEYS = {"name", "tool", "type", "id", "function", *ARG_KEYS}
 _TAG = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.S)
-_FENCE = re.compile(r"```[ \t]*(?P<lang>[A-Za-z_]*)[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.S)
+_FENCE = re.compile(r"```[ \t]*(?P<lang>[A-Za-z_-]*)[ \t]*\n(?P<body>.*?)\n?[ \t]*```", re.S)
 _FENCE_LANGS = {"", "json", "tool_call", "tool_code", "jsonc"}
 _NAMED = re.compile(r'"(?:name|tool)"\s*:\s*"(?P<name>[^"]+)"')
+_CALL_KEY = re.compile(r'"(?:name|tool|function)"\s*:')  # no such key: no bare call (a cheap first test)
+_OPENER = re.compile(r"^[ \t]*```[ \t]*(?P<lang>[^\s`]*)[ \t]*$", re.M)
+_CLOSER = re.compile(r"^[ \t]*```[ \t]*$", re.M)
+_FIRST_SLICE = 4096
+_BARE_START = re.compile(r'\{\s*"|\[\s*\{')  # where a call object or a list of them may start
+_INNER_FENCE = re.compile(r"\A```[ \t]*[A-Za-z_]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```\Z", re.S)
 _START = re.compile(r"```|<tool_call>|\[\s*\{|\{\s*\"|^[ \t]*\[", re.M)
 _PARTIAL = ("`", "``", "<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "{")
 
@@ -123,6 +135,14 @@ def _bad(name: str, what: str, schema: Mapping[str, Any] | None) -> str:
     )
 
 
+def _unknown(name: str, tools: Mapping[str, Any]) -> TextCall:
+    """A call (in tags, or beside calls of offered tools) of a tool that is not offered."""
+    offered = ", ".join(sorted(tools))
+    return TextCall(
+        name, {}, f"{MALFORMED_PREFIX}: there is no tool named {json.dumps(name)}; the tools are: {offered}."
+    )
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, list):
         return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
@@ -197,7 +217,12 @@ def _raw_args(obj: dict[str, Any]) -> Any:
 
 
 def _calls_of(value: Any) -> list[tuple[str, Any]] | None:
-    """(name, raw arguments) of a call object or a list of them; None when `value` is not call-shaped."""
+    """(name, raw arguments) of a call object or a list of them, also wrapped as the API writes them
+    (`{"tool_calls": [...]}`, `{"function_call": {...}}`); None when `value` is not call-shaped."""
+    if isinstance(value, dict) and len(value) == 1 and _call_name(value) is None:
+        wrapped = value.get("tool_calls", value.get("function_call"))
+        if isinstance(wrapped, (list, dict)):
+            return _calls_of(wrapped)
     items = value if isinstance(value, list) and value else [value]
     out = []
     for item in items:
@@ -215,6 +240,7 @@ class _Candidate:
     calls: list[tuple[str, Any]] | None  # None: the JSON did not parse
     body: str
     error: str = ""
+    tagged: bool = True  # in `<tool_call>` tags or a call fence: a call even when it names no offered tool
 
 
 def _decode(body: str) -> tuple[Any, str]:
@@ -222,6 +248,8 @@ def _decode(body: str) -> tuple[Any, str]:
         return json.loads(body), ""
     except ValueError as exc:
         return None, str(exc)
+    except RecursionError:  # nesting deeper than the interpreter's stack (a degenerate reply)
+        return None, "nested too deeply"
 
 
 def _wrapped(text: str) -> list[_Candidate]:
@@ -229,37 +257,83 @@ def _wrapped(text: str) -> list[_Candidate]:
     out: list[_Candidate] = []
     for m in [*_TAG.finditer(text), *_FENCE.finditer(text)]:
         lang = m.groupdict().get("lang")
-        if lang is not None and lang.lower() not in _FENCE_LANGS:
+        lang = lang.lower().replace("-", "_") if lang is not None else None
+        if lang is not None and lang not in _FENCE_LANGS:
             continue
         if any(c.start <= m.start() < c.end for c in out):
             continue  # a fence inside a tag (or the reverse) is one candidate
         body = m.group("body").strip()
+        inner = _INNER_FENCE.match(body) if lang is None else None  # a fenced block inside the tags
+        body = inner.group("body").strip() if inner else body
         value, error = _decode(body)
-        out.append(_Candidate(m.start(), m.end(), _calls_of(value) if not error else None, body, error))
+        tagged = lang is None or lang in ("tool_call", "tool_code")
+        out.append(
+            _Candidate(m.start(), m.end(), _calls_of(value) if not error else None, body, error, tagged)
+        )
     return sorted(out, key=lambda c: c.start)
+
+
+def _code(text: str) -> list[_Candidate]:
+    """Fenced blocks (JSON in code is code) and a fence of another language left open: code to the end."""
+    out = [_Candidate(m.start(), m.end(), None, "") for m in _FENCE.finditer(text)]
+    for m in _OPENER.finditer(text):
+        inside = any(c.start <= m.start() < c.end for c in out)
+        if inside or m.group("lang").lower().replace("-", "_") in _FENCE_LANGS:
+            continue
+        close = _CLOSER.search(text, m.end())
+        out.append(_Candidate(m.start(), close.end() if close else len(text), None, ""))
+    return out
+
+
+def _decode_at(decoder: json.JSONDecoder, text: str, i: int) -> tuple[Any, int]:
+    """The JSON value starting at `text[i]` and where it ends, else (None, i + 1). Tried on a short slice
+    first: a failed decode's error states its line, counted from the start of the text it was given, so
+    decoding each failing start against the whole reply would be quadratic in the reply."""
+    piece = text[i : i + _FIRST_SLICE]
+    try:
+        value, end = decoder.raw_decode(piece)
+        return value, i + end
+    except RecursionError:
+        return None, i + 1
+    except json.JSONDecodeError as exc:
+        cut = exc.pos >= len(piece) - 1 or exc.msg.startswith("Unterminated string")
+        if len(piece) < _FIRST_SLICE or not cut:
+            return None, i + 1  # it failed inside the slice, not for want of text: so does the whole text
+    try:
+        return decoder.raw_decode(text, i)
+    except (ValueError, RecursionError):
+        return None, i + 1
 
 
 def _bare(text: str, taken: list[_Candidate]) -> list[_Candidate]:
     """Call-shaped JSON objects or lists in the prose outside `taken`."""
     decoder = json.JSONDecoder()
     out: list[_Candidate] = []
-    i = 0
-    while i < len(text):
-        if text[i] not in "{[" or any(c.start <= i < c.end for c in taken):
-            i += 1
+    if not _CALL_KEY.search(text):
+        return out  # every call shape has one of these keys: skip the decoding (linear in the reply)
+    m = _BARE_START.search(text)
+    while m is not None:
+        i = m.start()
+        if any(c.start <= i < c.end for c in taken):
+            m = _BARE_START.search(text, i + 1)
             continue
-        try:
-            value, end = decoder.raw_decode(text, i)
-        except ValueError:
-            i += 1
-            continue
+        value, end = _decode_at(decoder, text, i)
         calls = _calls_of(value)
         if calls is None:
-            i += 1
+            m = _BARE_START.search(text, i + 1)
             continue
-        out.append(_Candidate(i, end, calls, text[i:end]))
-        i = end
+        out.append(_Candidate(i, end, calls, text[i:end], tagged=False))
+        m = _BARE_START.search(text, end)
     return out
+
+
+def _attempted(calls: list[tuple[str, Any]], tools: Mapping[str, Any]) -> bool:
+    """Whether bare call-shaped JSON is an attempted call: every name is an offered tool, or some are and every
+    item has an arguments key (a list of calls with a wrong name among them, not data that names a tool)."""
+    offered = [name in tools for name, _ in calls]
+    return all(offered) or (
+        any(offered) and all(raw is not None and not isinstance(raw, Flat) for _, raw in calls)
+    )
 
 
 def _prose(text: str, spans: list[tuple[int, int]]) -> str:
@@ -277,8 +351,7 @@ def recover_calls(text: str, tools: Mapping[str, Mapping[str, Any] | None]) -> R
     `tools`: offered tool name -> its input JSON schema (used for error hints and single-argument shapes).
     """
     candidates = _wrapped(text)
-    code = [_Candidate(m.start(), m.end(), None, "") for m in _FENCE.finditer(text)]  # JSON in code is code
-    candidates = sorted([*candidates, *_bare(text, [*candidates, *code])], key=lambda c: c.start)
+    candidates = sorted([*candidates, *_bare(text, [*candidates, *_code(text)])], key=lambda c: c.start)
     calls: list[TextCall] = []
     spans: list[tuple[int, int]] = []
     for c in candidates:
@@ -290,9 +363,12 @@ def recover_calls(text: str, tools: Mapping[str, Mapping[str, Any] | None]) -> R
                 calls.append(TextCall(name, {}, _bad(name, what, tools.get(name))))
                 spans.append((c.start, c.end))
             continue
-        if not all(name in tools for name, _ in c.calls):
+        if not c.tagged and not _attempted(c.calls, tools):
             continue  # JSON naming a tool that is not offered: data or an example, left as text
-        calls += [_arguments(name, raw, tools.get(name)) for name, raw in c.calls]
+        calls += [
+            _arguments(name, raw, tools.get(name)) if name in tools else _unknown(name, tools)
+            for name, raw in c.calls
+        ]
         spans.append((c.start, c.end))
     if not calls:
         return None

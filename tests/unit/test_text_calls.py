@@ -251,3 +251,106 @@ def test_a_malformed_call_reaches_the_loop_as_an_error_to_answer_then_as_text_on
     }
     spent = _reply(ChatAccumulator(TOOLS, answer_malformed=False), bad)
     assert (spent.content, spent.stop_reason) == ([{"type": "text", "text": bad}], "end_turn")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000,  # deeper than the interpreter's stack
+        '{"name": "read_file", "arguments": ' + '{"a": ' * 50_000,
+        '<tool_call>\n{"name": "read_file", "arguments": ' + "[" * 50_000 + "\n</tool_call>",
+    ],
+)
+def test_a_degenerate_reply_never_crashes_the_recovery(text: str) -> None:
+    """issue 17 (break17): a reply of deeply nested brackets raised RecursionError out of the stream (the turn
+    failed as an internal error); it is text, or a call whose JSON does not parse."""
+    found = recover_calls(text, TOOLS)
+    assert found is None or all(c.error for c in found.calls)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x [" * 50_000,  # many openers, no call key
+        "function f() { return {a: 1}; }\n" * 3_000,  # code
+        '{"a": 1, ' * 20_000 + '"name": "read_file"',  # unclosed objects with a call key at the end
+    ],
+)
+def test_the_recovery_is_not_quadratic_in_the_reply(text: str) -> None:
+    """issue 17 (break17): every `{` / `[` of the reply was decoded to the end of the text when it failed (150 KB
+    of `x [` took 3 s of the event loop); only where a call may start, and only when a call key is present."""
+    import time
+
+    started = time.process_time()
+    recover_calls(text, TOOLS)
+    assert time.process_time() - started < 1.0  # it was 2-3 s; linear is ~10 ms
+
+
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        (f"<tool_call>\n```json\n{CALL}\n```\n</tool_call>", [A]),  # a fence inside the tags
+        (f'{{"tool_calls": [{CALL}, {CALL_B}]}}', [A, B]),  # the API's own wrapper
+        ('{"function_call": {"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}}', [A]),
+        (f"```tool-call\n{CALL}\n```", [A]),
+    ],
+)
+def test_more_unambiguous_shapes_run(text: str, calls: list[TextCall]) -> None:
+    """issue 17 (break17): a fenced block inside `<tool_call>` tags was answered "its JSON does not parse"; the
+    API's wrappers left `{"tool_calls": }` as the reply's text."""
+    found = recover_calls(text, TOOLS)
+    assert found is not None
+    assert (found.calls, found.text) == (calls, "")
+
+
+NO_TOOL = 'malformed tool call: there is no tool named "read_files"; the tools are: edit_file, read_file.'
+
+
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        (
+            '<tool_call>\n{"name": "read_files", "arguments": {"path": "a.py"}}\n</tool_call>',
+            [TextCall("read_files", {}, NO_TOOL)],
+        ),
+        (
+            f'[{CALL}, {{"name": "read_files", "arguments": {{"path": "b.py"}}}}]',
+            [A, TextCall("read_files", {}, NO_TOOL)],
+        ),
+    ],
+)
+def test_a_call_of_a_tool_that_is_not_offered_is_answered_where_it_is_unambiguous(
+    text: str, calls: list[TextCall]
+) -> None:
+    """issue 17 (break17): a call in Qwen's `<tool_call>` tags naming a tool that does not exist, or a list of
+    calls with one wrong name, was left as text and the turn ended: the model never learnt the name was wrong."""
+    found = recover_calls(text, TOOLS)
+    assert found is not None
+    assert found.calls == calls
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```python\nprint({"name": "read_file", "arguments": {"path": "a.py"}})\n',  # the fence never closed
+        '```sh\necho \'{"name": "read_file", "arguments": {"path": "a.py"}}\'\n',
+        'Results: [{"name": "read_file"}, {"name": "grep"}]',  # data naming a tool, no arguments
+    ],
+)
+def test_code_and_data_stay_text(text: str) -> None:
+    """issue 17 (break17): JSON in a code block of another language that the reply left open was run as a
+    call (only closed fences were code)."""
+    assert recover_calls(text, TOOLS) is None
+
+
+def test_a_call_with_huge_arguments_is_recovered_whole() -> None:
+    """issue 17 (break17): the recovery decodes a short slice first; a call longer than it (a write_file of
+    200 KB written as text, with prose and code before it) is still recovered whole."""
+    content = 'line of the file with {braces} and "quotes"\n' * 5000
+    call = {"name": "edit_file", "arguments": {"path": "a.py", "old_text": "x", "new_text": content}}
+    import json as _json
+
+    text = 'Here {"a": 1, is code.\n' * 300 + _json.dumps(call) + "\nDone."
+    found = recover_calls(text, TOOLS)
+    assert found is not None
+    assert found.calls == [TextCall("edit_file", call["arguments"])]
