@@ -14,14 +14,19 @@ available context size"). Asked once per provider, in this order, each probe's f
    training length, which Ollama does not serve unless `num_ctx` says so).
 4. `GET /api/v0/models/<model>` (LM Studio): `loaded_context_length`, else `max_context_length`.
 api.openai.com is never asked (its windows are in `agentd.providers.models`). Each probe has a short timeout
-(`PROBE_TIMEOUT_S`); nothing found gives None and the configured or tabled window stands.
+(`PROBE_TIMEOUT_S`, for the whole answer, not only between bytes), all of them together `PROBE_TOTAL_S`; an
+answer over `MAX_BODY_BYTES`, not JSON or nested too deeply counts as no answer; nothing found gives None and the
+configured or tabled window stands.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import logging
+import threading
+import time
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +34,9 @@ from urllib.parse import quote
 
 log = logging.getLogger("agentd.providers.window")
 
-PROBE_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_S = 5.0  # one probe (each socket operation and its whole answer)
+PROBE_TOTAL_S = 8.0  # all probes together
+MAX_BODY_BYTES = 1 << 20  # a larger answer is not one of these small JSON documents
 OLLAMA_DEFAULT_NUM_CTX = 4096
 
 
@@ -104,34 +111,84 @@ def from_lmstudio(data: Any) -> Served | None:
     return None
 
 
-def _fetch(url: str, headers: dict[str, str], body: Any = None) -> Any:
-    """One probe: the decoded JSON of a 200 answer, else None (any error, status or non-JSON body)."""
+def _fetch(url: str, headers: dict[str, str], body: Any = None, deadline: float | None = None) -> Any:
+    """One probe: the decoded JSON of a 200 answer, else None (any error, status, non-JSON or oversized body,
+    or the `deadline` (time.monotonic()) passed while the body trickled in)."""
+    deadline = time.monotonic() + PROBE_TIMEOUT_S if deadline is None else deadline
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return None
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url, data=data, headers={**headers, "Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=PROBE_TIMEOUT_S) as r:
-            return json.loads(r.read()) if r.status == 200 else None
-    except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+        with urllib.request.urlopen(req, timeout=min(PROBE_TIMEOUT_S, remaining)) as r:
+            if r.status != 200:
+                return None
+            got = bytearray()
+            while len(got) <= MAX_BODY_BYTES:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the answer did not arrive in time")
+                chunk = r.read1(65536)
+                if not chunk:
+                    return json.loads(got)
+                got += chunk
+            raise ValueError(f"an answer over {MAX_BODY_BYTES} bytes")
+    except (OSError, ValueError, RecursionError, http.client.HTTPException) as exc:  # URLError: an OSError
         log.debug("window probe %s: %s", url, exc)
         return None
 
 
-def probe(base_url: str, model: str, api_key: str) -> Served | None:
-    """The probes of the module docstring, in order (blocking; `served_window` runs it in a thread)."""
+def probe(base_url: str, model: str, api_key: str, total_s: float | None = None) -> Served | None:
+    """The probes of the module docstring, in order, all within `total_s` seconds (`PROBE_TOTAL_S`; blocking:
+    `served_window` runs it in a thread)."""
+    deadline = time.monotonic() + (PROBE_TOTAL_S if total_s is None else total_s)
     root = server_root(base_url)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    found = from_models(_fetch(base_url.rstrip("/") + "/models", headers), model)
-    found = found or from_props(_fetch(root + "/props", headers))
+
+    def fetch(url: str, body: Any = None) -> Any:
+        return _fetch(url, headers, body, deadline)
+
+    found = from_models(fetch(base_url.rstrip("/") + "/models"), model)
+    found = found or from_props(fetch(root + "/props"))
     if found is None:
-        show = _fetch(root + "/api/show", headers, {"model": model})
-        found = from_ollama(show, _fetch(root + "/api/ps", headers) if show is not None else None, model)
-    return found or from_lmstudio(_fetch(f"{root}/api/v0/models/{quote(model, safe='')}", headers))
+        show = fetch(root + "/api/show", {"model": model})
+        found = from_ollama(show, fetch(root + "/api/ps") if show is not None else None, model)
+    return found or from_lmstudio(fetch(f"{root}/api/v0/models/{quote(model, safe='')}"))
 
 
 async def served_window(base_url: str, model: str, api_key: str) -> Served | None:
     """Ask the server at `base_url` (its `/v1` URL) for the window it serves `model` with; None when no probe
-    tells. Never raises for an unreachable or silent server."""
-    found = await asyncio.to_thread(probe, base_url, model, api_key)
+    tells. Never raises for an unreachable or silent server, and never waits more than `PROBE_TOTAL_S` (plus a
+    second): the probes run in a daemon thread that is left behind if a server holds it (headers sent a byte
+    at a time), so neither the caller (an editor's initialize, a session's open) nor the process's exit waits."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Served | None] = loop.create_future()
+
+    def settle(value: Served | None) -> None:
+        if not done.done():
+            done.set_result(value)
+
+    def run() -> None:
+        try:
+            value = probe(base_url, model, api_key)
+        except Exception as exc:  # a probe never ends a turn
+            log.debug("window probe of %s: %s", base_url, exc)
+            value = None
+        try:
+            loop.call_soon_threadsafe(settle, value)
+        except RuntimeError:  # the loop closed meanwhile
+            pass
+
+    threading.Thread(target=run, name="agentd-window-probe", daemon=True).start()
+    try:
+        found = await asyncio.wait_for(asyncio.shield(done), PROBE_TOTAL_S + 1.0)
+    except TimeoutError:
+        log.info(
+            "the served window of %s was not read in %.0f s: the configured window stands",
+            base_url,
+            PROBE_TOTAL_S,
+        )
+        return None
     if found is not None:
         log.info("served window of %s at %s: %d tokens (%s)", model, base_url, found.tokens, found.source)
     return found

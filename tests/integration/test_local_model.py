@@ -324,3 +324,79 @@ async def test_the_terminal_front_ends_know_the_served_window_before_the_first_p
     again, created = await open_or_create(session_id=sid, **common)
     assert not created and again.status()["context"]["windowTokens"] == 4096
     await again.aclose()
+
+
+class _Hostile:
+    """A server on 127.0.0.1 that answers every request the way `mode` says, until `close()`."""
+
+    def __init__(self, mode: str) -> None:
+        import socket
+        import threading
+
+        self.mode, self.stop = mode, threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _accept(self) -> None:
+        import threading
+
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            t = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def _serve(self, conn: Any) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                if self.mode == "trickle_body":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+                elif self.mode == "trickle_headers":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                elif self.mode in ("deep", "huge"):
+                    body = b"[" * (500_000 if self.mode == "deep" else 3_000_000)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                    return
+                while not self.stop.wait(0.1):  # silent, or one byte at a time
+                    if self.mode != "silent":
+                        conn.sendall(b"x" if self.mode == "trickle_headers" else b" ")
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=5)
+        self.sock.close()
+
+
+@pytest.mark.parametrize("mode", ["trickle_body", "trickle_headers", "silent", "deep", "huge"])
+async def test_window_endpoints_that_hang_or_answer_garbage_never_hold_the_caller(
+    monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """issue 17 (break17): the probes' timeout was per socket operation, so a server sending its answer a byte
+    at a time held `learn_window` (an editor's session open, the first prompt) forever, and a silent one for 5 s
+    per probe; an answer nested deeper than the stack raised out of the probes. All probes now share one
+    deadline, the caller never waits past it, and garbage is no answer."""
+    import time
+
+    from agentd.providers import served_window as sw
+
+    monkeypatch.setattr(sw, "PROBE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(sw, "PROBE_TOTAL_S", 1.5)
+    server = _Hostile(mode)
+    try:
+        started = time.monotonic()
+        p = OpenAICompatProvider("emu-model", "not-needed", server.url, ManualClock())
+        assert await p.served_window() is None
+        assert time.monotonic() - started < 10  # 2.5 s at most, generous for a loaded machine
+        await p.aclose()
+    finally:
+        server.close()
