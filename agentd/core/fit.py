@@ -1,8 +1,9 @@
 """Fitting every request into the window (issue 17: "never die of a full window").
 
 Owns: `tool_output_bytes(text, window)` (the token cap of one tool result), `output_reserve`, `fits`,
-`fit_cut` and `make_room` (compress whatever the history holds, however short, once the next request would
-not fit or the provider said it did not). Must not import pygls, lsprotocol, acp or adapters.
+`fit_cut`, `make_room` (compress whatever the history holds, however short, once the next request would
+not fit or the provider said it did not) and `no_room(s, exc)` (the error when the system prompt and the tools
+alone do not fit). Must not import pygls, lsprotocol, acp or adapters.
 
 Rules:
 - One tool result is at most `window / TOOL_OUTPUT_SHARE` tokens, counted pessimistically (`dense_tokens`: a
@@ -18,6 +19,9 @@ Rules:
 - A `ContextExceeded` error from any provider compresses once with the shorter tail for that request, after
   lowering the window to what the error states (else below the estimate that was refused), then the request
   is retried.
+- When that fails and the system prompt and tool definitions alone (with room for a short reply) exceed the
+  window, no history can fit: the turn ends with an error that says so, with the figures and what to change,
+  instead of the server's "reduce the length of the messages" (the user's prompt may be one word).
 """
 
 from __future__ import annotations
@@ -80,6 +84,27 @@ def fit_cut(messages: list[dict[str, Any]], window: int) -> int | None:
     if start > 0 and estimate_messages(messages[start:]) <= window // 2:
         return start
     return len(messages)
+
+
+MIN_REPLY_TOKENS = 256  # the least room a reply needs, for `no_room`
+
+
+def no_room(s: Any, exc: ContextExceeded) -> ContextExceeded:
+    """The error to end a turn with after `exc` was refused despite compression: a clear one when the system
+    prompt and tools of session `s` alone (`static_tokens`, plus `MIN_REPLY_TOKENS`) exceed its window, else
+    `exc` unchanged."""
+    fixed = int(s.context.static_tokens)
+    if fixed + MIN_REPLY_TOKENS <= s.window_tokens:
+        return exc
+    message = (
+        f"The system prompt and tool definitions alone are about {fixed} tokens, but the model's context window "
+        f"is {s.window_tokens} tokens, so no conversation fits ({exc.message}). Serve the model with a larger "
+        "context (llama-server -c, Ollama num_ctx, vLLM --max-model-len), or make the fixed part smaller "
+        "(tools.terse_descriptions = true, fewer MCP servers, shorter AGENTS.md instructions)."
+    )
+    return ContextExceeded(
+        message, provider=exc.provider, http_status=exc.http_status, window_tokens=exc.window_tokens
+    )
 
 
 async def make_room(s: Any, exceeded: ContextExceeded | None = None) -> bool:

@@ -179,8 +179,11 @@ class Turn:
         except ContextExceeded as exc:
             log.warning("the request did not fit the window: %s", exc.message)
             if not await self._room(exc):
-                raise
+                raise fit.no_room(self.s, exc) from None
+        try:
             return await self.stream(self.build())
+        except ContextExceeded as exc:
+            raise fit.no_room(self.s, exc) from None
 
     async def _room(self, exc: ContextExceeded | None) -> bool:
         try:

@@ -400,3 +400,36 @@ async def test_window_endpoints_that_hang_or_answer_garbage_never_hold_the_calle
         await p.aclose()
     finally:
         server.close()
+
+
+@pytest.mark.parametrize(
+    "server", ["llama.cpp", None]
+)  # the window learned from /props, or only from the 400
+async def test_a_window_smaller_than_the_system_prompt_and_tools_ends_each_turn_with_one_clear_error(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+    server: str | None,
+) -> None:
+    """issue 17 (break17): a 300-token window (below the ~2,500 tokens of system prompt and tools) ended every
+    turn with the server's "reduce the length of the messages" after a one-word prompt; each turn now ends, after
+    a bounded number of requests, with an error that states both figures and what to change, and the failed
+    prompt leaves no trace in the history."""
+    from agentd.errors import ContextExceeded
+
+    scenario: dict[str, Any] = {"served_window": 300, "answers": [say("never sent")]}
+    if server:
+        scenario["server"] = server
+    openai_emulator.script(scenario)
+    cli = {"provider": "scripted", "context": {"window_tokens": 32_000}}
+    h = make_harness(provider=local, settings=load_settings(workspace, cli=cli))
+    for n in (1, 2):
+        with pytest.raises(ContextExceeded) as err:
+            await h.session.prompt(prompt("hi"))
+        assert "system prompt and tool definitions alone" in err.value.message
+        assert "context window is 300 tokens" in err.value.message and "llama-server -c" in err.value.message
+        assert len(chat_bodies(openai_emulator)) <= 3 * n  # request, summary, retry at most: never a loop
+        assert h.session.p.context.messages == []
+    openai_emulator.check(allow_unused=True)
+    openai_emulator.script({"answers": []})  # the fixture's own check: nothing left to use
