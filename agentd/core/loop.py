@@ -141,18 +141,18 @@ class Turn:
 
     def failed(self, prompt_id: str, prompt_blocks: list[Block], answered: bool, exc: Exception) -> None:
         """A turn that failed (issue 17 part 4): unanswered, the prompt is withdrawn from the history (a
-        `withdrawn` record; replay does the same), so the next prompt does not repeat it; answered in part,
-        the history keeps the prompt and the model gets a note that the turn stopped there."""
+        `withdrawn` record; replay does the same), so the next prompt does not repeat it; answered in part, or
+        no longer at the tail (compressed to fit into a summary during the turn), the history keeps it and the
+        model gets a note that the turn stopped there."""
         s = self.s
         reason = exc.message if isinstance(exc, AgentdError) else f"{type(exc).__name__}: {exc}"
         try:
-            if not answered:
-                if s.context.withdraw(prompt_blocks):
-                    try:
-                        s.journal.write(WithdrawnRecord(message_id=prompt_id, reason=reason))
-                    except AgentdError:  # memory never differs from the log: the prompt stays in both
-                        s.context.add_user(prompt_blocks)
-                        raise
+            if not answered and s.context.withdraw(prompt_blocks):
+                try:
+                    s.journal.write(WithdrawnRecord(message_id=prompt_id, reason=reason))
+                except AgentdError:  # memory never differs from the log: the prompt stays in both
+                    s.context.add_user(prompt_blocks)
+                    raise
                 return
             note = {"type": "text", "text": failed_note(reason)}
             s.persist_message({"role": "user", "content": [note]}, new_message_id())

@@ -433,3 +433,36 @@ async def test_a_window_smaller_than_the_system_prompt_and_tools_ends_each_turn_
         assert h.session.p.context.messages == []
     openai_emulator.check(allow_unused=True)
     openai_emulator.script({"answers": []})  # the fixture's own check: nothing left to use
+
+
+async def test_a_failed_turn_whose_prompt_was_compressed_to_fit_leaves_a_note(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """issue 17 (break17): a prompt too large for a 4k window is compressed into the summary before its request;
+    when that request failed, the turn was treated as unanswered but the prompt could not be withdrawn (it was
+    no longer the tail), so the history silently kept the summary of a prompt the model never answered. It now
+    gets the failed-turn note, live and after a resume."""
+    from agentd.core.loop import failed_note
+    from agentd.errors import ProviderError
+
+    marker = {"compaction_marker": "Summarize the conversation below"}
+    openai_emulator.script(
+        {"server": "llama.cpp", "served_window": 4096, **marker, "answers": [{"http": 400}, say("ok")]}
+    )
+    cli: dict[str, Any] = {"provider": "scripted", "tools": {"terse_descriptions": True}}
+    h = make_harness(provider=local, settings=load_settings(workspace, cli=cli))
+    big = "please look at this log:\n" + "error at line 42 in module foo\n" * 400
+    with pytest.raises(ProviderError) as err:
+        await h.session.prompt(prompt(big))
+    assert any(e.get("compaction") for e in openai_emulator.journal)  # the prompt went into a summary
+    note = {"type": "text", "text": failed_note(err.value.message)}
+    assert h.session.p.context.messages[-1]["content"][-1] == note
+    h.session.close()
+    again = make_harness(provider=local, resume=h.session.id, settings=load_settings(workspace, cli=cli))
+    assert again.session.p.context.messages == h.session.p.context.messages
+    assert await again.session.prompt(prompt("second")) == "end_turn"
+    users = [m["content"] for m in chat_bodies(openai_emulator)[-1]["messages"] if m["role"] == "user"]
+    assert "stopped before it was finished" in users[-1] and users[-1].endswith("second")
