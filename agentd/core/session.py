@@ -276,7 +276,7 @@ class Session:
         """Change the permission mode (PROTOCOL.md §6.6): persisted (signed), then a `current_mode_update`.
         Raises ValueError for an id that is not a mode (`MODE_IDS`), StorageError."""
         if mode_id not in MODE_IDS:
-            raise ValueError(f"unknown mode {mode_id!r}; use default, acceptEdits or readOnly")
+            raise ValueError(f"unknown mode {mode_id!r}; use one of {', '.join(MODE_IDS)}")
         gate = self.toolbox.gate
         self.journal.write(
             ModeRecord(**gate.permission_record("mode", {"mode": mode_id}))

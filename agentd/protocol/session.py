@@ -123,7 +123,7 @@ MODES: tuple[tuple[str, str, str], ...] = (
         "network use, running outside the sandbox and protected paths still ask.",
     ),
 )
-MODE_IDS = frozenset(m[0] for m in MODES)
+MODE_IDS: tuple[str, ...] = tuple(m[0] for m in MODES)  # in MODES' order (help, errors, completion)
 
 
 class SessionMode(WireModel):

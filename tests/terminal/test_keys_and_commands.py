@@ -58,7 +58,7 @@ def test_commands_completion_mentions_and_leaving(
     t.line("/mode acceptEdits")
     step(t, "mode", "[mode · acceptEdits]", "[mode · acceptEdits]")
     t.line("/mode bogus")
-    step(t, "bad mode", "unknown mode 'bogus'", "use default, acceptEdits or readOnly")
+    step(t, "bad mode", "unknown mode 'bogus'", "use one of default, acceptEdits, readOnly, auto")
     t.line("/model claude-haiku-4-5")
     step(t, "model", "anthropic claude-haiku-4-5 from the next prompt", "anthropic claude-haiku-4-5")
     t.line("And now?")

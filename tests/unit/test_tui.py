@@ -208,3 +208,29 @@ def test_the_models_text_reaches_the_terminal_escaped() -> None:
     shown = out.getvalue()
     assert "\x1b[2J" not in shown and "\x1b]52" not in shown and "\x1b[31mred" not in shown
     assert "\\x1b[2J" in shown and "\\u202e" in shown and "\\x1b[31mred" in shown
+
+
+def test_break14_a_cut_commands_output_is_told_by_its_size() -> None:
+    """issue 14 (break14): `seq 10000` was `exit 0 · 6777 lines of output` and `… 6773 more lines`, counting
+    the lines kept around the truncation marker, while the docs said the agent saw the whole output; a cut
+    output is told by its size and that its middle was left out."""
+    raw = {"exitCode": 0, "bytes": 48894, "timedOut": False, "truncated": True}
+    assert result_summary(raw, ["1", "2"]) == "exit 0 · 48.9 kB of output, its middle left out for the agent"
+    assert result_summary({**raw, "bytes": 2_500_000}, []).startswith("exit 0 · 2.5 MB of output")
+
+
+def test_break14_a_mention_of_a_missing_file_is_told(tmp_path: Path) -> None:
+    """issue 14 (break14): `@src/parsr.py` (a typo) was sent without the file and without a word; a mention
+    that looks like a path says it names no file, a handle (`@alice`) stays quiet."""
+    out = prompt_blocks("see @src/parsr.py @missing.txt and ask @alice", tmp_path, 1000)
+    assert out.problems == ["@src/parsr.py: no such file in the workspace; not attached",
+                            "@missing.txt: no such file in the workspace; not attached"]  # fmt: skip
+    assert out.blocks == [{"type": "text", "text": "see @src/parsr.py @missing.txt and ask @alice"}]
+
+
+def test_break14_modes_are_listed_in_one_order_everywhere() -> None:
+    """issue 14 (break14): the modes came from a frozenset (a different order in each process's /help and
+    /mode), and an unknown mode's error left `auto` out."""
+    from agentd.protocol.session import MODE_IDS, MODES
+
+    assert MODE_IDS == ("default", "acceptEdits", "readOnly", "auto") == tuple(m[0] for m in MODES)

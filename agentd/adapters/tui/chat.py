@@ -129,7 +129,7 @@ class Chat:
         await self.close(quiet=again)
         ws = workspace or self.workspace
         settings = self.opener.settings(ws, self.overrides)
-        provider = provider_for(settings)
+        provider = _provider(settings, provider_for)
         try:
             session, created = await open_or_create(
                 settings=settings, data_dir=self.opener.data_dir, workspace=ws, session_id=session_id,
@@ -324,6 +324,24 @@ class Chat:
         while True:
             self.view.tick()
             await asyncio.sleep(TICK_S)
+
+
+def _provider(settings: Any, provider_for: Callable[[Any], Any]) -> Any:
+    """The session's provider; no key is MissingCredentials with this client's remedy (the terminal's
+    environment, or config.toml), since `--provider` is a flag of `agentd run` only."""
+    from agentd.errors import MissingCredentials
+    from agentd.providers.factory import DEFAULT_KEY_ENV
+
+    try:
+        return provider_for(settings)
+    except MissingCredentials:
+        variable = settings.api_key_env or DEFAULT_KEY_ENV.get(settings.provider, "the API key variable")
+        raise MissingCredentials(
+            f"No API key: set {variable} in this terminal's environment (export {variable}=...) and start agentd "
+            "again, or choose another provider in config.toml (docs/configuration.md)",
+            provider=settings.provider,
+            reason="missing_credentials",
+        ) from None
 
 
 def run_chat(

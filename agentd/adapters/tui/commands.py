@@ -78,7 +78,12 @@ async def run(chat: Chat, text: str) -> None:
     handler = HANDLERS.get(name)
     if handler is None:
         raise UsageError(f"unknown command {visible(name, one_line=True)}; /help lists the commands")
-    await handler(chat, arg.strip())
+    arg = arg.strip()
+    if arg and not COMMANDS[name][0]:  # nothing typed after a command is ever ignored silently
+        raise UsageError(
+            f"{name} takes no argument (not '{visible(arg, one_line=True)}'); /help lists the commands"
+        )
+    await handler(chat, arg)
 
 
 def _session(chat: Chat) -> Any:
@@ -108,6 +113,8 @@ def _sessions(chat: Chat, every: bool) -> list[dict[str, Any]]:
 
 
 async def _list(chat: Chat, arg: str) -> None:
+    if arg not in ("", "all"):
+        raise UsageError(f"/sessions takes `all` or nothing, not '{visible(arg, one_line=True)}'")
     every = arg == "all"
     found = _sessions(chat, every)
     chat.listed = [str(m["id"]) for m in found]
@@ -219,6 +226,9 @@ async def _model(chat: Chat, arg: str) -> None:
         return
     if session.busy:
         raise UsageError("a turn is running; change the model when it has ended")
+    if len(arg.split()) != 1 or visible(arg, one_line=True) != arg:
+        raise UsageError(f"/model NAME: a model name is one word (claude-sonnet-4-6, gpt-4.1), not "
+                         f"'{visible(arg, one_line=True)}'; the model is unchanged")  # fmt: skip
     chat.overrides["model"] = arg
     kept = not chat.created or session.totals.requests  # a session that never reached the model is not kept
     await chat.open(session.id if kept else None, again=True)

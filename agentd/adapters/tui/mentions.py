@@ -5,7 +5,8 @@ text block per mentioned file, as an editor attaches an embedded resource (`path
 fence; PROTOCOL.md §6.4), and notes about mentions that could not be attached. A mention is `@` at the start
 of a word followed by a path relative to the workspace (or absolute); it must name a regular UTF-8 text file
 inside the workspace (real paths compared, so no link leads out), of at most `max_bytes`. A folder is
-attached as a link the model can list. `mention_at(text)` finds the mention being typed, for completion.
+attached as a link the model can list. A mention that names no file is left as typed, with a note when it
+looks like a path (a `/` or a suffix: a typo) rather than a handle. `mention_at(text)` finds the mention being typed, for completion.
 Imports only agentd.text; never prompt_toolkit or rich.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
+_PATHLIKE = re.compile(r"/|\.[A-Za-z0-9]{1,10}$")  # a folder separator or a file suffix: meant as a file
 
 
 @dataclass
@@ -44,8 +46,10 @@ def _attach(raw: str, root: Path, max_bytes: int) -> tuple[dict[str, Any] | None
     """(block, problem) for one mention."""
     path = Path(raw).expanduser()
     path = path if path.is_absolute() else root / path
-    if not path.exists():
-        return None, None  # an e-mail address or a handle, not a path: left as typed
+    if not path.exists():  # a typo is told; a handle (`@alice`) is left as typed without a word
+        return None, (
+            f"@{raw}: no such file in the workspace; not attached" if _PATHLIKE.search(raw) else None
+        )
     if not _inside(path, root):
         return None, f"@{raw}: outside the workspace {root}; not attached"
     if path.is_dir():

@@ -43,12 +43,26 @@ def output_lines(update: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _size(n: int) -> str:
+    """`812 bytes`, `48.9 kB`, `3.2 MB` (powers of 1000)."""
+    if n < 1000:
+        return _plural(n, "bytes", "byte")
+    return f"{n / 1000:.1f} kB" if n < 1_000_000 else f"{n / 1_000_000:.1f} MB"
+
+
 def result_summary(raw_output: Any, output: list[str] | None = None) -> str:
     """A few words about a completed call's result from its `rawOutput` (`exit 0 · 3 lines of output`,
-    `120 lines`, `4 entries`); "" when the tool reports no count. `output`: a command's output lines."""
+    `120 lines`, `4 entries`); "" when the tool reports no count. `output`: a command's output lines. An
+    output longer than `tools.output_max_bytes` is told by its size (`exit 0 · 48.9 kB of output, its middle
+    left out for the agent`): the lines kept are not all of it."""
     if not isinstance(raw_output, dict):
         return ""
     if "exitCode" in raw_output:
+        size = raw_output.get("bytes")
+        if raw_output.get("truncated") and isinstance(size, int):  # the lines kept are not the whole output
+            return (
+                f"exit {raw_output['exitCode']} · {_size(size)} of output, its middle left out for the agent"
+            )
         n = len(output or [])
         return f"exit {raw_output['exitCode']} · " + (
             _plural(n, "lines", "line") + " of output" if n else "no output"

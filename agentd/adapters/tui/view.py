@@ -279,7 +279,12 @@ class View:
             line.append(self._reason(u), style="red")
         self.print(line)
         hidden, tail = output_tail(output, OUTPUT_LINES)
-        if hidden:
+        raw = u.get("rawOutput")
+        if (
+            hidden and isinstance(raw, dict) and raw.get("truncated")
+        ):  # the count would be of what was kept, not of the output
+            self.print(Text("  │ … (earlier output)", style="dim"))
+        elif hidden:
             self.print(Text(f"  │ … {hidden} more line{'s' if hidden != 1 else ''}", style="dim"))
         for row in tail:
             self.print(

@@ -1,0 +1,66 @@
+"""Defects found by using the terminal client as a demanding user would (issue 14, break14): slash commands
+with wrong arguments, a `@path` typo, a command whose output is longer than the agent is shown, no API key;
+each on a real pseudo-terminal against the emulator, the screen read as a person sees it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentd.testing.emulator import Emulator
+from tests.terminal.test_chat import step
+
+pytestmark = pytest.mark.terminal
+
+SEQ = {"tool_use": {"name": "run_command", "input": {"command": "seq 10000"}}}
+
+
+def test_wrong_arguments_a_missing_mention_and_a_cut_output(
+    emulator: Emulator, workspace: Path, term_env: dict[str, str], terminals: Any
+) -> None:
+    """issue 14 (break14): on a 20x80 terminal, `/compact now`, `/new please`, `/sessions foo` ran as if
+    nothing followed them; `/model claude sonnet 4` switched the session to a model name with spaces;
+    `/mode nonsense` named three of the four modes; `@src/parsr.py` (a typo) was dropped without a word;
+    `seq 10000` was `exit 0 · 6777 lines of output` (lines of the cut text the agent got). Each is now an
+    error line that says what the command takes (and nothing changes), a note, or the output's size."""
+    emulator.script([{"reply": [SEQ]}, {"reply": [{"text": "Counted."}], "stop_reason": "end_turn"}])
+    t = terminals(["--new"], term_env, workspace, cols=80, rows=20)
+    step(t, "open", "❯", "new session")
+    for line, said in [
+        ("/compact now", "/compact takes no argument (not 'now')"),
+        ("/new please", "/new takes no argument (not 'please')"),
+        ("/sessions foo", "/sessions takes `all` or nothing, not 'foo'"),
+        ("/model claude sonnet 4", "a model name is one word"),
+        ("/mode nonsense", "use one of default, acceptEdits, readOnly, auto"),
+    ]:
+        t.line(line)
+        step(t, line, said)
+    t.line("/model")
+    step(t, "model kept", "[model · anthropic claude-sonnet-4-6")
+    t.line("Count with @src/parsr.py and @CHANGELOG.md")
+    step(t, "typo", "Allow Run `seq 10000`?", "[@src/parsr.py: no such file in the workspace; not attached]",
+         "[attached · CHANGELOG.md]")  # fmt: skip
+    t.type("y")
+    shown = step(t, "cut output", "Counted.", "│ … (earlier output)", "│ 10000")
+    said = " ".join(t.transcript().split())  # the tool line wraps at 80 columns
+    assert "● Run `seq 10000` · exit 0 · 48.9 kB of output, its middle left out for the agent" in said
+    assert "more lines" not in shown
+    t.key("ctrl-d")
+    assert t.exit_code() == 0
+
+
+def test_no_api_key_names_the_terminals_remedy(
+    workspace: Path, term_env: dict[str, str], terminals: Any
+) -> None:
+    """issue 14 (break14): without a key the client said to choose another provider with `--provider`, a
+    flag `agentd` does not have (it is `agentd run`'s); it names the variable to set in the terminal, or
+    config.toml, and exits 2."""
+    env = {k: v for k, v in term_env.items() if k != "ANTHROPIC_API_KEY"}
+    t = terminals(["--new"], env, workspace)
+    assert t.exit_code() == 2
+    shown = " ".join(t.transcript().split())
+    assert "set ANTHROPIC_API_KEY in this terminal's environment" in shown and "config.toml" in shown
+    assert "--provider" not in shown
+    assert t.garbage() == []
