@@ -61,6 +61,9 @@ class Turn:
         self.s = session
         self.inflight: list[Block] | None = None
         self.tool_started_at: dict[str, float] = {}
+        self.void: str | None = (
+            None  # the messageId of text a failed request streamed: the next one retracts it
+        )
 
     async def run(self, prompt_blocks: list[Block]) -> str:
         s = self.s
@@ -221,7 +224,8 @@ class Turn:
         finished: list[Block] = []
         ids = [new_message_id()]
         streamed = [False]  # did the current attempt emit text under ids[-1]?
-        retract: list[str | None] = [None]  # the messageId the next first chunk retracts
+        retract: list[str | None] = [self.void]  # the messageId the next first chunk retracts
+        self.void = None
 
         def on_event(ev: StreamEvent) -> None:
             if ev.kind == "text_delta" and ev.text:
@@ -251,6 +255,7 @@ class Turn:
             raise  # cancelled() keeps the finished blocks of this reply
         except BaseException:
             self.inflight = None  # a failed reply is never stored later
+            self.void = ids[-1] if streamed[0] else retract[0]  # a request sent again retracts what it showed
             raise
         self.inflight = None
         s.account(response)

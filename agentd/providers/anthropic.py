@@ -96,7 +96,8 @@ def provider_error_for_status(
     `service` names the service in the text ("Anthropic"); `message` is the service's own error text, quoted
     as is. 401/403 -> `authentication`; 429 -> retryable `unavailable` with `retry_after_s` from the headers;
     408/409/5xx/529 -> retryable `unavailable`; status 200 is a mid-stream `event: error` (retryable unless its
-    `error_type` is a request error); other 4xx -> `bad_request`.
+    `error_type` is a request error; `ContextExceeded` when it says the prompt does not fit); 400/413 saying so
+    -> `ContextExceeded`; other 4xx -> `bad_request`.
     """
     env = api_key_env or "the API key variable"
     detail = f": {message}" if message else ""
@@ -119,6 +120,11 @@ def provider_error_for_status(
         )
     if status == 200:
         kind = error_type or "error"
+        if is_context_exceeded(message, error_type):  # sent in the stream (the headers were already out)
+            text = f"{service} stream failed ({kind}){detail}"
+            return ContextExceeded(
+                text, provider=provider, http_status=None, window_tokens=stated_window(message)
+            )
         return ProviderError(
             f"{service} stream failed ({kind}){detail}",
             provider=provider,

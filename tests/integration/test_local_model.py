@@ -466,3 +466,32 @@ async def test_a_failed_turn_whose_prompt_was_compressed_to_fit_leaves_a_note(
     assert await again.session.prompt(prompt("second")) == "end_turn"
     users = [m["content"] for m in chat_bodies(openai_emulator)[-1]["messages"] if m["role"] == "user"]
     assert "stopped before it was finished" in users[-1] and users[-1].endswith("second")
+
+
+async def test_a_context_exceeded_error_inside_the_stream_compresses_once_and_retracts_the_shown_text(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """issue 17 (break17): a server that reports "exceeds the available context size" as an error event inside
+    a 200 stream (the headers already sent) got a plain retryable "stream failed": the same request was sent
+    again with backoff, never compressed. It is a context-exceeded error like the 400 (one compression, one
+    retry), and the text the refused attempt had shown is retracted by the retry's first chunk."""
+    marker = {"compaction_marker": "Summarize the conversation below"}
+    refused = {
+        **say("Let me look at that file for you. " * 4),
+        "stream_error_after_events": 3,
+        "type": "exceed_context_size_error",
+        "message": "the request exceeds the available context size, try increasing it",
+    }
+    openai_emulator.script({**marker, "answers": [refused, say("ok")]})
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("what is in data.txt?")) == "end_turn"
+    kinds = [e.get("compaction") for e in openai_emulator.journal if e.get("path") == "/v1/chat/completions"]
+    assert kinds == [False, True, False]  # refused, compressed once, sent again: no backoff retries
+    chunks = [u for u in h.updates if u["sessionUpdate"] == "agent_message_chunk"]
+    shown = {c["messageId"] for c in chunks if "ok" not in c["content"]["text"]}
+    last = [c for c in chunks if c["content"]["text"] == "ok"]
+    assert shown and len(last) == 1 and last[0]["_meta"]["agentd"]["retracts"] in shown
+    assert not [u for u in h.updates if u["sessionUpdate"] == "retry"]

@@ -166,7 +166,8 @@ def _stream_faults(plan: Plan, answer: dict[str, Any]) -> None:
     if "drop_after_events" in answer:  # shut the socket after n events, no message_stop
         plan.events, plan.drop = plan.events[: int(answer["drop_after_events"])], True
     elif "stream_error_after_events" in answer:  # errors docs: an error event inside a 200 stream
-        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        kind, text = str(answer.get("type", "overloaded_error")), str(answer.get("message", "Overloaded"))
+        error = {"type": "error", "error": {"type": kind, "message": text}}
         plan.events = [*plan.events[: int(answer["stream_error_after_events"])], sse_frame(error, "error")]
         plan.close = True
     if "hold_after_events" in answer:

@@ -307,7 +307,8 @@ def _answer(core: Core, req: Request, entry: dict[str, Any], body: dict[str, Any
     if "drop_after_events" in answer:
         plan.events, plan.drop = plan.events[: int(answer["drop_after_events"])], True
     elif "stream_error_after_events" in answer:
-        error = {"error": {"message": "Overloaded", "type": "server_error", "param": None, "code": None}}
+        kind, text = str(answer.get("type", "server_error")), str(answer.get("message", "Overloaded"))
+        error = {"error": {"message": text, "type": kind, "param": None, "code": None}}
         plan.events, plan.close = (
             [*plan.events[: int(answer["stream_error_after_events"])], sse_frame(error)],
             True,
