@@ -209,6 +209,8 @@ async def test_before_model_runs_before_each_model_request_with_the_message_coun
     """docs/hooks.md: `before_model` runs before each model request of a turn (three here: after each of
     two tool rounds, and the first), with the number of messages sent."""
     events = await _turns(tmp_path, {"before_model": 1}, [READ, READ, DONE])
+    # observing hooks run concurrently: the order their `date` runs in is a race, so sort by what they saw
+    events.sort(key=lambda e: e["messages"])
     assert [(e["event"], e["messages"]) for e in events] == [
         ("before_model", 1), ("before_model", 3), ("before_model", 5)]  # fmt: skip
 
