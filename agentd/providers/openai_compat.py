@@ -31,6 +31,8 @@ Choices:
   `ModelResponse.invalid_tool_inputs`, which the loop answers as an `is_error` result (after
   `MAX_MALFORMED_ROUNDS` such rounds in a row the reply stays text). Text that may hold a call is held back
   until the reply ends, then shown if it was not one.
+- Request-only reminders go as a `system` message at the tail (`reminder_role`); a server that refuses that with
+  a 400 gets the request again with them in the user message, and so does every later request of the provider.
 - An assistant message with tool calls always carries the `content` key (`""` when it has no text): some local
   servers answer 500 without it (llama-cpp-python).
 - `max_completion_tokens` is sent to api.openai.com (its newer models reject `max_tokens`), `max_tokens` to every
@@ -543,8 +545,25 @@ class OpenAICompatProvider:
         """One attempt: stream the reply, calling `on_event` per text delta and finished block.
 
         Raises `ProviderError` (retryable for 429, 5xx, a mid-stream error, a dropped connection or a stream that
-        ends without a `finish_reason`).
+        ends without a `finish_reason`). A request whose reminder went as a late system message and was refused
+        with a 400 (chat templates that allow a system message only first) is sent again at once with the
+        reminder in the user message, and this provider keeps doing so (`reminder_role` becomes "user").
         """
+        try:
+            return await self._stream(request, on_event)
+        except ContextExceeded:
+            raise
+        except ProviderError as err:
+            if err.http_status != 400 or not request.reminder_blocks or self.reminder_role != "system":
+                raise
+            log.warning(
+                "the server refused a system message at the end (%s): reminders go in the user message",
+                err.message,
+            )
+            self.reminder_role = "user"
+            return await self._stream(request, on_event)
+
+    async def _stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse:
         import openai
 
         client = self._get_client()

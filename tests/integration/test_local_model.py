@@ -495,3 +495,30 @@ async def test_a_context_exceeded_error_inside_the_stream_compresses_once_and_re
     last = [c for c in chunks if c["content"]["text"] == "ok"]
     assert shown and len(last) == 1 and last[0]["_meta"]["agentd"]["retracts"] in shown
     assert not [u for u in h.updates if u["sessionUpdate"] == "retry"]
+
+
+async def test_a_server_that_refuses_a_late_system_message_gets_the_reminder_in_the_user_message(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """issue 17 (break17): with the default `openai.reminder_role = "system"`, a chat template that allows a
+    system message only first (Mistral's, Gemma's) refused every request carrying the stale-plan reminder with a
+    400, so every prompt with a stale plan failed until the user found the setting; the request is sent again at
+    once with the reminder in the user message, and later ones go that way from the start."""
+    from agentd.core.todos import REMINDER_TEXT
+
+    (workspace / "a.py").write_text("A\n")
+    read = {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.py"}}}]}
+    openai_emulator.script(
+        {"system_first_only": True, "answers": [read, read, read, say("done"), read, say("ok")]}
+    )
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("read a.py three times")) == "end_turn"
+    assert await h.session.prompt(prompt("once more")) == "end_turn"
+    statuses = [e["status"] for e in openai_emulator.journal if e.get("path") == "/v1/chat/completions"]
+    assert statuses == [200, 200, 200, 400, 200, 200, 200]  # one refusal, never again
+    bodies = [b for b in chat_bodies(openai_emulator) if REMINDER_TEXT in json.dumps(b)]
+    assert bodies[-1]["messages"][-1]["role"] != "system"
+    assert REMINDER_TEXT not in json.dumps(h.session.p.context.messages)

@@ -210,6 +210,12 @@ def handle(core: Core, req: Request) -> tuple[Plan, dict[str, Any]]:
     if too_long is not None:
         core.update_entry(entry, context_exceeded=True)
         return _fail(core, entry, too_long), entry
+    if core.scenario.get("system_first_only") and any(
+        m.get("role") == "system" for m in body["messages"][1:]
+    ):  # chat templates that refuse a late system message (Mistral's, Gemma's, some Llama ones)
+        return _fail(
+            core, entry, ApiError(400, "invalid_request_error", "System message must be at the beginning.")
+        ), entry
     if core.scenario.get("require_content_key"):  # llama-cpp-python: KeyError 'content' -> 500
         for msg in body["messages"]:
             if msg.get("role") == "assistant" and msg.get("tool_calls") and "content" not in msg:

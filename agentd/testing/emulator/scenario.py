@@ -44,6 +44,7 @@ SCENARIO_KEYS = frozenset(
         "write_visibility_delay_s",
         "cache_unit",
         "require_content_key",
+        "system_first_only",
         "tool_calls_as_text",
         "served_window",
         "server",
