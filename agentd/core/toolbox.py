@@ -78,9 +78,10 @@ class Toolbox:
         call = Call(id=tid, name=name, raw=raw, title=name, kind=tool.kind if tool else "other", tool=tool)
         if repeat_of is not None:
             call.refusal = Decision.invalid_input(repeat_text(repeat_of))
-        elif tool is None:
+        elif tool is None:  # a call recovered from text says so its own way (counted as a malformed round)
             names = ", ".join(self.registry.names())
-            call.refusal = Decision.unknown_tool(f'unknown tool "{name}"; available tools: {names}')
+            text = self.invalid_inputs.pop(tid, None)
+            call.refusal = Decision.unknown_tool(text or f'unknown tool "{name}"; available tools: {names}')
         else:
             args, err = tool.validate(raw, self.ctx)
             if tid in self.invalid_inputs:

@@ -522,3 +522,21 @@ async def test_a_server_that_refuses_a_late_system_message_gets_the_reminder_in_
     bodies = [b for b in chat_bodies(openai_emulator) if REMINDER_TEXT in json.dumps(b)]
     assert bodies[-1]["messages"][-1]["role"] != "system"
     assert REMINDER_TEXT not in json.dumps(h.session.p.context.messages)
+
+
+async def test_calls_of_a_tool_that_is_not_offered_are_answered_and_bounded_like_malformed_ones(
+    make_harness: Callable[..., Harness], openai_emulator: Emulator, local: OpenAICompatProvider
+) -> None:
+    """issue 17 (break17): a call in `<tool_call>` tags of a tool that does not exist is answered (the model
+    learns the tools' names) and counts as a malformed round, so a model repeating it ends its turn after
+    MAX_MALFORMED_ROUNDS answers instead of looping until max_turn_requests."""
+    bad = '<tool_call>\n{"name": "functions.read_file", "arguments": {"path": "a.py"}}\n</tool_call>'
+    openai_emulator.script({"answers": [say(bad)] * (MAX_MALFORMED_ROUNDS + 1)})
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("read a.py")) == "end_turn"
+    bodies = chat_bodies(openai_emulator)
+    assert len(bodies) == MAX_MALFORMED_ROUNDS + 1
+    answer = tool_messages(bodies[1])[0]["content"]
+    assert answer.startswith('Error: malformed tool call: there is no tool named "functions.read_file"')
+    assert "read_file" in answer.split("the tools are:")[1]
+    assert not h.session.toolbox.invalid_inputs  # nothing left behind for ids that never come back
