@@ -1,15 +1,19 @@
 """Defects found by using the terminal client as a demanding user would (issue 14, break14): slash commands
-with wrong arguments, a `@path` typo, a command whose output is longer than the agent is shown, no API key;
+with wrong arguments, a `@path` typo, a command whose output is longer than the agent is shown, no API key,
+Ctrl-Z;
 each on a real pseudo-terminal against the emulator, the screen read as a person sees it."""
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentd.testing.emulator import Emulator
+from tests.terminal.screen import Terminal
 from tests.terminal.test_chat import step
 
 pytestmark = pytest.mark.terminal
@@ -64,3 +68,33 @@ def test_no_api_key_names_the_terminals_remedy(
     assert "set ANTHROPIC_API_KEY in this terminal's environment" in shown and "config.toml" in shown
     assert "--provider" not in shown
     assert t.garbage() == []
+
+
+def test_ctrl_z_suspends_the_client_at_the_prompt_and_during_a_turn(
+    emulator: Emulator, workspace: Path, term_env: dict[str, str], tmp_path: Path
+) -> None:
+    """issue 14 (break14): Ctrl-Z at the prompt put a literal ^Z into the input (sent to the model with the
+    next prompt) instead of suspending the client as every terminal program does; run from an interactive
+    shell, Ctrl-Z stops it (at the prompt and during a turn) and `fg` brings it back where it was."""
+    emulator.script([{"reply": [{"text": "First answer."}], "stop_reason": "end_turn"},
+                     {"reply": [{"text": "Second answer."}], "stop_reason": "end_turn"}])  # fmt: skip
+    sh = Terminal(["/bin/bash", "--norc", "--noprofile", "-i"], {**term_env, "PS1": "$ "}, str(workspace))
+    try:
+        sh.line(f"{sys.executable} -m agentd --new")
+        step(sh, "open", "❯", "new session")
+        sh.type("\x1a")
+        step(sh, "stopped at the prompt", "Stopped")
+        sh.line("fg")
+        sh.wait_for(re.compile(r"fg\n.*\n❯", re.S))
+        sh.line("once")
+        shown = step(sh, "answered", "First answer.", "❯ once")
+        assert "^Z" not in shown
+        sh.line("twice")
+        sh.type("\x1a")
+        sh.wait_for(re.compile(r"Stopped(.|\n)*Stopped"))
+        sh.line("fg")
+        step(sh, "the turn went on", "Second answer.")
+        sh.key("ctrl-d")
+        sh.wait_for("agentd --resume", where="transcript")
+    finally:
+        sh.close()

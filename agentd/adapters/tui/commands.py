@@ -45,6 +45,7 @@ ALIASES = {"/exit": "/quit", "/q": "/quit", "/?": "/help"}
 KEYS = [
     ("Enter", "send"), ("Alt-Enter, Ctrl-J, \\ then Enter", "a new line"), ("Tab", "complete /commands, @paths"),
     ("↑ ↓", "history"), ("Ctrl-C", "cancel the turn; twice at an empty prompt: exit"), ("Ctrl-D", "exit"),
+    ("Ctrl-Z", "suspend (fg resumes)"),
 ]  # fmt: skip
 
 

@@ -131,6 +131,7 @@ class Entry:
             bottom_toolbar=lambda: FormattedText([("", " " + self.toolbar(_columns() - 2))]),
             style=STYLE,
             reserve_space_for_menu=6,
+            enable_suspend=True,  # Ctrl-Z stops the client (job control), as in any terminal program
         )
 
     def _completing(self) -> bool:
