@@ -12,7 +12,8 @@ Small local models (Qwen-Coder under llama.cpp, Ollama, LM Studio) often answer 
 - a JSON list of such objects (several calls);
 - the API's wrappers: `{"tool_calls": [...]}`, `{"function_call": {...}}`;
 - each inside a fenced block (```json, ```tool_call or bare ```), inside `<tool_call>...</tool_call>` tags (Qwen's
-  own format; a fenced block inside the tags too), or bare in the text; several blocks or objects in one reply
+  own format; a fenced block inside the tags too), or bare in the text (a string argument may hold ``` or
+  `</tool_call>`: the JSON decides where the block ends); several blocks or objects in one reply
   are several calls, in order.
 Arguments: an object; a JSON string holding an object; `null` or missing (= `{}`); a list of exactly one object;
 a bare string or a one-element list when the tool has exactly one required property (that property gets it);
@@ -33,9 +34,10 @@ model that cannot produce a call ends its turn instead of looping.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +53,8 @@ _CALL_KEY = re.compile(r'"(?:name|tool|function)"\s*:')  # no such key: no bare 
 _OPENER = re.compile(r"^[ \t]*```[ \t]*(?P<lang>[^\s`]*)[ \t]*$", re.M)
 _CLOSER = re.compile(r"^[ \t]*```[ \t]*$", re.M)
 _FIRST_SLICE = 4096
+_SPACE = re.compile(r"\s*")
+_CLOSING = re.compile(r"\s*(?:```|</tool_call>|\Z)")
 _BARE_START = re.compile(r'\{\s*"|\[\s*\{')  # where a call object or a list of them may start
 _INNER_FENCE = re.compile(r"\A```[ \t]*[A-Za-z_]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```\Z", re.S)
 _START = re.compile(r"```|<tool_call>|\[\s*\{|\{\s*\"|^[ \t]*\[", re.M)
@@ -255,22 +259,47 @@ def _decode(body: str) -> tuple[Any, str]:
 def _wrapped(text: str) -> list[_Candidate]:
     """Candidates inside `<tool_call>` tags and fenced blocks (fences of another language are code, skipped)."""
     out: list[_Candidate] = []
-    for m in [*_TAG.finditer(text), *_FENCE.finditer(text)]:
+    for m in itertools.chain(_TAG.finditer(text), _fences(text, out)):  # lazily: _fences reads `out`
         lang = m.groupdict().get("lang")
         lang = lang.lower().replace("-", "_") if lang is not None else None
         if lang is not None and lang not in _FENCE_LANGS:
             continue
         if any(c.start <= m.start() < c.end for c in out):
             continue  # a fence inside a tag (or the reverse) is one candidate
-        body = m.group("body").strip()
+        body, end = m.group("body").strip(), m.end()
         inner = _INNER_FENCE.match(body) if lang is None else None  # a fenced block inside the tags
         body = inner.group("body").strip() if inner else body
         value, error = _decode(body)
+        longer = _past_marker(text, m.start("body")) if error and not inner else None
+        if longer is not None:
+            (value, end), error = longer, ""
+            body = text[m.start("body") : end]
         tagged = lang is None or lang in ("tool_call", "tool_code")
-        out.append(
-            _Candidate(m.start(), m.end(), _calls_of(value) if not error else None, body, error, tagged)
-        )
+        out.append(_Candidate(m.start(), end, _calls_of(value) if not error else None, body, error, tagged))
     return sorted(out, key=lambda c: c.start)
+
+
+def _fences(text: str, taken: list[_Candidate]) -> Iterator[re.Match[str]]:
+    """The fenced blocks of `text`, each searched from where the previous candidate ended (a call that ran past
+    its first closing marker moves the pairing of the fences after it)."""
+    m = _FENCE.search(text)
+    while m is not None:
+        yield m
+        end = max([m.end(), *(c.end for c in taken if c.start <= m.start())])
+        m = _FENCE.search(text, end)
+
+
+def _past_marker(text: str, at: int) -> tuple[Any, int] | None:
+    """A JSON value starting at `text[at]` (after whitespace) that runs past the block's first closing marker
+    (a string argument holding ``` or `</tool_call>`: a Markdown file written with a fenced call), and the end
+    of the closing marker that follows it; None when there is no such value."""
+    start = _SPACE.match(text, at)
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start.end() if start else at)
+    except (ValueError, RecursionError):
+        return None
+    close = _CLOSING.match(text, end)
+    return (value, close.end()) if close else None
 
 
 def _code(text: str) -> list[_Candidate]:

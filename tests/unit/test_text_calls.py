@@ -354,3 +354,28 @@ def test_a_call_with_huge_arguments_is_recovered_whole() -> None:
     found = recover_calls(text, TOOLS)
     assert found is not None
     assert found.calls == [TextCall("edit_file", call["arguments"])]
+
+
+WRITE = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}
+
+
+@pytest.mark.parametrize(
+    ("wrap", "prose"),
+    [
+        ("```json\n{}\n```", ""),
+        ("Writing it:\n```json\n{}\n```\nDone.", "Writing it:\n\nDone."),
+        ("<tool_call>\n{}\n</tool_call>", ""),
+        ("```json\n{}\n```\nthen\n```json\n{}\n```", "then"),
+    ],
+)
+def test_a_fenced_call_whose_arguments_hold_a_fence_runs(wrap: str, prose: str) -> None:
+    """issue 17 (break17): a call in a ```json fence writing a Markdown file (its content holds ``` in a JSON
+    string) was cut at that inner ```, answered "its JSON does not parse", and the model, whose JSON was valid,
+    could not correct it; also `</tool_call>` inside an argument within the tags."""
+    import json as _json
+
+    args = {"path": "README.md", "content": "# T\n\n```bash\nmake test\n```\n</tool_call> is a tag\n"}
+    call = _json.dumps({"name": "write_file", "arguments": args})
+    found = recover_calls(wrap.replace("{}", call), {"write_file": WRITE})
+    assert found is not None
+    assert (found.calls, found.text) == ([TextCall("write_file", args)] * wrap.count("{}"), prose)
