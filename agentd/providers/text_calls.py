@@ -15,7 +15,7 @@ Small local models (Qwen-Coder under llama.cpp, Ollama, LM Studio) often answer 
   own format; a fenced block inside the tags too), or bare in the text (a string argument may hold ``` or
   `</tool_call>`: the JSON decides where the block ends); several blocks or objects in one reply
   are several calls, in order.
-Arguments: an object; a JSON string holding an object; `null` or missing (= `{}`); a list of exactly one object;
+Arguments: an object; a JSON string holding an object (also encoded twice or three times); `null` or missing (= `{}`); a list of exactly one object;
 a bare string or a one-element list when the tool has exactly one required property (that property gets it);
 written flat beside the name (`{"name": "read_file", "path": "a.py"}`) when every such key is one of the tool's
 parameters. Other keys beside an arguments key (`"reason"`, `"thought"`) are ignored.
@@ -43,6 +43,7 @@ from typing import Any
 
 MALFORMED_PREFIX = "malformed tool call"
 MAX_MALFORMED_ROUNDS = 3
+MAX_STRING_LEVELS = 3  # arguments encoded as a JSON string at most this many times are decoded
 ARG_KEYS = ("arguments", "parameters", "input", "args")
 _SHAPE_KEYS = {"name", "tool", "type", "id", "function", *ARG_KEYS}
 _TAG = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.S)
@@ -169,10 +170,12 @@ def _arguments(name: str, raw: Any, schema: Mapping[str, Any] | None) -> TextCal
         verb = "is" if len(unknown) == 1 else "are"
         what = f'it has no "arguments" object and {keys} {verb} not among its parameters'
         return TextCall(name, {}, _bad(name, what, schema))
-    if isinstance(raw, str):
+    for _ in range(MAX_STRING_LEVELS):  # a JSON string of an object, or of such a string (encoded twice)
+        if not isinstance(raw, str):
+            break
         try:
             decoded = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             sole = _sole_required(schema)
             if sole is not None:
                 return TextCall(name, {sole: raw})

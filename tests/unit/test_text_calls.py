@@ -379,3 +379,18 @@ def test_a_fenced_call_whose_arguments_hold_a_fence_runs(wrap: str, prose: str) 
     found = recover_calls(wrap.replace("{}", call), {"write_file": WRITE})
     assert found is not None
     assert (found.calls, found.text) == ([TextCall("write_file", args)] * wrap.count("{}"), prose)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '"{\\"path\\": \\"a.py\\"}"',  # once: already accepted
+        '"\\"{\\\\\\"path\\\\\\": \\\\\\"a.py\\\\\\"}\\""',  # a JSON string of a JSON string of the object
+        '"\\"a.py\\""',  # the sole required property, encoded as a JSON string
+    ],
+)
+def test_arguments_encoded_as_json_more_than_once_run(arguments: str) -> None:
+    """issue 17 (break17): arguments written as a JSON string of a JSON string of an object (a model that
+    encodes twice) were answered "its arguments are the string ..." although the object was unambiguous."""
+    found = recover_calls(f'{{"name": "read_file", "arguments": {arguments}}}', TOOLS)
+    assert found is not None and found.calls == [A]
