@@ -38,6 +38,13 @@ PROBE_TIMEOUT_S = 5.0  # one probe (each socket operation and its whole answer)
 PROBE_TOTAL_S = 8.0  # all probes together
 MAX_BODY_BYTES = 1 << 20  # a larger answer is not one of these small JSON documents
 OLLAMA_DEFAULT_NUM_CTX = 4096
+_OLLAMA_SHOW_KEYS = {
+    "modelfile",
+    "parameters",
+    "template",
+    "details",
+    "model_info",
+}  # Ollama's /api/show answer
 
 
 @dataclass(frozen=True)
@@ -84,8 +91,9 @@ def from_props(data: Any) -> Served | None:
 
 def from_ollama(show: Any, ps: Any, model: str) -> Served | None:
     """Ollama: `num_ctx` from `/api/show` parameters, else the loaded model's `context_length` in `/api/ps`,
-    else Ollama's default (4096) when `/api/show` answered at all."""
-    if not isinstance(show, dict):
+    else Ollama's default (4096) when `/api/show` answered as Ollama does (one of `_OLLAMA_SHOW_KEYS`: a 200 with
+    other JSON, from a gateway that answers every path, says nothing about the window)."""
+    if not isinstance(show, dict) or not _OLLAMA_SHOW_KEYS & show.keys():
         return None
     for line in str(show.get("parameters") or "").splitlines():
         key, _, value = line.strip().partition(" ")

@@ -124,3 +124,10 @@ def test_fit_cut_keeps_the_last_round_when_it_is_small() -> None:
     )  # too big: the summary replaces it all
     assert fit_cut([msg("user", "only the prompt")], 4096) == 1
     assert fit_cut([], 4096) is None
+
+
+@pytest.mark.parametrize("show", [{}, {"error": "not found"}, {"detail": "Not Found"}, {"object": "list"}])
+def test_a_200_from_a_server_that_is_not_ollama_says_nothing_about_the_window(show: dict[str, str]) -> None:
+    """issue 17 (break17): any JSON object from `POST /api/show` (a gateway that answers every path with 200)
+    set the window to Ollama's default of 4096 tokens, so a 128k model behind it was compressed all the time."""
+    assert from_ollama(show, {"models": []}, "q") is None
