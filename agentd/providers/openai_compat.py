@@ -29,7 +29,8 @@ Choices:
   `tool_calls` that holds attempted calls of offered tools becomes tool_use blocks with ids
   `call_text_<instance>_<n>`, the prose around them its text; a call that cannot be run carries its error in
   `ModelResponse.invalid_tool_inputs`, which the loop answers as an `is_error` result (after
-  `MAX_MALFORMED_ROUNDS` such rounds in a row the reply stays text). Text that may hold a call is held back
+  `MAX_MALFORMED_ROUNDS` such rounds in a row the reply stays text). A text call whose JSON does not parse in a
+  reply cut at max_tokens is a truncated call (never run; the loop tells the model it hit max_tokens). Text that may hold a call is held back
   until the reply ends, then shown if it was not one.
 - Request-only reminders go as a `system` message at the tail (`reminder_role`); a server that refuses that with
   a 400 gets the request again with them in the user message, and so does every later request of the provider.
@@ -402,7 +403,14 @@ class ChatAccumulator:
         if found is not None and not self._answer_malformed and any(c.error for c in found.calls):
             found = None  # retries used up (MAX_MALFORMED_ROUNDS): the reply stays text and the turn ends
         if found is not None:
-            blocks = [self._text_call(call) for call in found.calls]
+            blocks = []
+            for call in found.calls:
+                if call.unparsed and stop_reason == "max_tokens":  # cut off, like a tool call's arguments
+                    truncated[f"call_text_{self.text_call_prefix}_{next(self._next_text_call_id)}"] = (
+                        call.name
+                    )
+                else:
+                    blocks.append(self._text_call(call))
             text, rest = _prose_after(found.text, text[: self._shown])
             events += [StreamEvent("text_delta", text=rest)] if rest else []
         else:

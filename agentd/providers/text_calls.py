@@ -71,11 +71,13 @@ class Flat(dict[str, Any]):
 
 @dataclass
 class TextCall:
-    """One recovered call: `name`, `input` (an object; `{}` when rejected) and `error` (None = run it)."""
+    """One recovered call: `name`, `input` (an object; `{}` when rejected), `error` (None = run it) and
+    `unparsed` (the error is JSON that does not parse)."""
 
     name: str
     input: dict[str, Any]
     error: str | None = None
+    unparsed: bool = False  # its JSON did not parse (a cut call, when the reply hit max_tokens)
 
 
 @dataclass
@@ -392,7 +394,7 @@ def recover_calls(text: str, tools: Mapping[str, Mapping[str, Any] | None]) -> R
             if named and named.group("name") in tools:
                 name = named.group("name")
                 what = f"its JSON does not parse ({c.error})"
-                calls.append(TextCall(name, {}, _bad(name, what, tools.get(name))))
+                calls.append(TextCall(name, {}, _bad(name, what, tools.get(name)), unparsed=True))
                 spans.append((c.start, c.end))
             continue
         if not c.tagged and not _attempted(c.calls, tools):

@@ -540,3 +540,24 @@ async def test_calls_of_a_tool_that_is_not_offered_are_answered_and_bounded_like
     assert answer.startswith('Error: malformed tool call: there is no tool named "functions.read_file"')
     assert "read_file" in answer.split("the tools are:")[1]
     assert not h.session.toolbox.invalid_inputs  # nothing left behind for ids that never come back
+
+
+async def test_a_text_call_cut_at_max_tokens_is_reported_as_cut_not_as_bad_json(
+    make_harness: Callable[..., Harness], openai_emulator: Emulator, local: OpenAICompatProvider
+) -> None:
+    """issue 17 (break17): a reply that hit max_tokens in the middle of a call written as text (a long
+    write_file) was answered "its JSON does not parse", so the model wrote the same long call again and was cut
+    again; it is a truncated call like a cut `tool_calls` entry: never run, the turn stops at max_tokens and the
+    model is told with the next prompt."""
+    from agentd.core.replies import cut_note
+
+    cut = '<tool_call>\n{"name": "write_file", "arguments": {"path": "big.txt", "content": "aaaa'
+    openai_emulator.script(
+        {"answers": [{**say("Writing it now. " + cut), "stop_reason": "max_tokens"}, say("smaller, then")]}
+    )
+    h = make_harness(provider=local)
+    assert await h.session.prompt(prompt("write big.txt")) == "max_tokens"  # as for a cut tool_calls entry
+    assert await h.session.prompt(prompt("go on")) == "end_turn"
+    text = json.dumps(chat_bodies(openai_emulator)[-1]["messages"])
+    assert cut_note(["write_file"])["text"][:40] in text.replace('\\"', '"')
+    assert "does not parse" not in text and "call_text_" not in text
