@@ -6,6 +6,7 @@ each on a real pseudo-terminal against the emulator, the screen read as a person
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from agentd.testing.emulator import Emulator
 from tests.terminal.screen import Terminal
-from tests.terminal.test_chat import step
+from tests.terminal.test_chat import run_a, step
 
 pytestmark = pytest.mark.terminal
 
@@ -98,3 +99,29 @@ def test_ctrl_z_suspends_the_client_at_the_prompt_and_during_a_turn(
         sh.wait_for("agentd --resume", where="transcript")
     finally:
         sh.close()
+
+
+def test_a_resume_that_fails_keeps_the_session_open_now(
+    emulator: Emulator, workspace: Path, term_env: dict[str, str], terminals: Any, tmp_path: Path
+) -> None:
+    """issue 14 (break14), the T7 class: `/resume ID` of a session whose folder was deleted closed the
+    session open now and then failed (`no session` under the input); only a held or unknown id was checked
+    before. The next session is opened first and the one open now closed after, so any failure keeps it."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    emulator.script([{"reply": [{"text": "Session A says hello."}], "stop_reason": "end_turn"},
+                     {"reply": [{"text": "Still here."}], "stop_reason": "end_turn"}])  # fmt: skip
+    a = run_a(term_env, gone)
+    shutil.rmtree(gone)
+    t = terminals(["--new"], term_env, workspace)
+    shown = step(t, "open", "❯", "new session")
+    here = re.search(r"sess_\w+", shown).group(0)  # type: ignore[union-attr]
+    t.line(f"/resume {a}")
+    step(t, "refused", "which no longer exists", "claude-sonnet-4-6 · default")
+    t.line("/sessions")
+    step(t, "still open", f"{here}", "(this one)")
+    t.line("Are you there?")
+    step(t, "answered", "Still here.")
+    t.key("ctrl-d")
+    step(t, "left", "continue it with: agentd --resume", f"[session {here} kept", where="transcript")
+    assert t.exit_code() == 0

@@ -114,19 +114,21 @@ class Chat:
     async def open(
         self, session_id: str | None, workspace: Path | None = None, *, again: bool = False
     ) -> None:
-        """Close the session held now (if any), then open `session_id` (None: a new one) in `workspace`
-        (default: the current one; a resumed session's own folder wins). `again`: the same session opened
-        again with other settings (/model): one line instead of the header and the history. Raises
-        AgentdError; on failure no session is held."""
+        """Open `session_id` (None: a new one) in `workspace` (default: the current one; a resumed
+        session's own folder wins), then close the session held now (if any). `again`: the same session
+        opened again with other settings (/model; closed first, for its lock): one line instead of the
+        header and the history. Raises AgentdError; on failure the session held now stays open (T7), except
+        after `again`."""
         from agentd.persistence.index import read_meta
         from agentd.terminal import open_or_create, provider_for
 
         if session_id:
             if not again:
-                self._check_free(session_id)  # before the session held now is closed: a failure keeps it
+                self._check_free(session_id)  # a clear error before anything is opened
             cwd = (read_meta(self.opener.data_dir, session_id) or {}).get("cwd")
             workspace = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else workspace
-        await self.close(quiet=again)
+        if again:
+            await self.close(quiet=True)
         ws = workspace or self.workspace
         settings = self.opener.settings(ws, self.overrides)
         provider = _provider(settings, provider_for)
@@ -138,6 +140,7 @@ class Chat:
         except BaseException:
             await provider.aclose()
             raise
+        await self.close()  # the session held until now, once the next one is open (a failure kept it)
         self.session, self.provider, self.created, self.settings = session, provider, created, settings
         self.workspace = ws
         self.view.reset()
