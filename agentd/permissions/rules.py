@@ -337,8 +337,8 @@ def command_prefix(command: str) -> str | None:
     """The prefix "always" offers for a command (PROTOCOL.md §6.10): its first words, when the command is
     one literal simple command. `npm test -- --watch` -> `npm test`; `git log -5` -> `git log`;
     `python3 -m pytest x` -> `python3 -m pytest`; `ls -la` -> `ls`. None for a compound command, an
-    expansion in the first words, a wrapper that runs any command (`sudo`, `env`, `xargs`, `bash -c`,
-    `python -c`), or leading variable assignments."""
+    expansion in the first words, a wrapper that runs any command (`sudo`, `env`, `xargs`, `find`,
+    `bash -c`, `python -c`), or leading variable assignments."""
     parsed = split_command(command)
     if not parsed.complete or len(parsed.parts) != 1 or parsed.parts[0].kind != "command":
         return None
@@ -367,8 +367,11 @@ _SUBCOMMAND = re.compile(r"^[A-Za-z][\w:.-]*$")
 _RUNNERS = frozenset({"run", "exec", "x", "dlx", "tool"})  # `npm run test`, `uv run pytest`: keep one more
 _WRAPPERS = frozenset(
     {"sudo", "doas", "su", "env", "xargs", "nohup", "nice", "ionice", "timeout", "time", "watch", "exec", "eval",
-     "command", "builtin", "stdbuf", "chroot", "setsid", "strace", "ltrace", "gdb", "source", "."}
+     "command", "builtin", "stdbuf", "chroot", "setsid", "strace", "ltrace", "gdb", "source", ".",
+     "find", "fd", "parallel"}
 )  # fmt: skip
+# find/fd/parallel run the commands in their arguments (`find . -exec sh -c … ;`, `find . -delete`): an
+# "always" for `find` after `find . -name x` would allow those without asking (break14)
 _INTERPRETERS = frozenset(
     {"python", "python3", "python2", "node", "bash", "sh", "zsh", "dash", "ksh", "fish", "perl", "ruby", "php",
      "deno", "bun", "lua", "tclsh", "Rscript", "pwsh", "osascript", "awk", "gawk", "sed"}

@@ -243,3 +243,14 @@ def test_property_an_allow_never_covers_a_part_no_rule_allows(case: tuple[str, l
         assert verdict == "ask", command  # the safety property
     else:  # and every part allowed allows the line, unless the parser could not vouch for it
         assert verdict == "allow" or not split_command(command).complete, command
+
+
+def test_break14_find_has_no_prefix() -> None:
+    """issue 14 (break14): "Always allow `find` commands" after `find . -name '*.pyc'` made a `find` grant
+    that allowed `find . -exec sh -c '…' ;` and `find . -delete` without asking; find (fd, parallel) runs
+    the commands in its arguments, so it is a wrapper: no prefix, no "always" for it."""
+    assert [command_prefix(c) for c in ("find . -name '*.pyc'", "fd -e py", "parallel gzip ::: a b")] == [
+        None, None, None,
+    ]  # fmt: skip
+    grant = Rule(tool="run_command(find)", action="allow")
+    assert action("find . -exec rm -rf {} ;", grant) == "allow"  # why no such grant may be offered
