@@ -555,7 +555,8 @@ class OpenAICompatProvider:
         Raises `ProviderError` (retryable for 429, 5xx, a mid-stream error, a dropped connection or a stream that
         ends without a `finish_reason`). A request whose reminder went as a late system message and was refused
         with a 400 (chat templates that allow a system message only first) is sent again at once with the
-        reminder in the user message, and this provider keeps doing so (`reminder_role` becomes "user").
+        reminder in the user message; when that is accepted this provider keeps doing so (`reminder_role` becomes
+        "user"), when it is refused too the role was not the cause and stays "system".
         """
         try:
             return await self._stream(request, on_event)
@@ -569,7 +570,11 @@ class OpenAICompatProvider:
                 err.message,
             )
             self.reminder_role = "user"
-            return await self._stream(request, on_event)
+            try:
+                return await self._stream(request, on_event)
+            except ProviderError:  # refused for another reason: the role was not the cause
+                self.reminder_role = "system"
+                raise
 
     async def _stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse:
         import openai

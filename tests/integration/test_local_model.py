@@ -561,3 +561,23 @@ async def test_a_text_call_cut_at_max_tokens_is_reported_as_cut_not_as_bad_json(
     text = json.dumps(chat_bodies(openai_emulator)[-1]["messages"])
     assert cut_note(["write_file"])["text"][:40] in text.replace('\\"', '"')
     assert "does not parse" not in text and "call_text_" not in text
+
+
+async def test_a_400_for_another_reason_does_not_move_the_reminder(
+    make_harness: Callable[..., Harness],
+    workspace: Path,
+    openai_emulator: Emulator,
+    local: OpenAICompatProvider,
+) -> None:
+    """issue 17 (break17): the late-system-message fallback sends a refused request once more with the reminder
+    in the user message; when that is refused too, the role was not the cause: the error stands and the
+    reminder stays a system message."""
+    from agentd.errors import ProviderError
+
+    (workspace / "a.py").write_text("A\n")
+    read = {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.py"}}}]}
+    openai_emulator.script({"answers": [read, read, read, {"http": 400}, {"http": 400}]})
+    h = make_harness(provider=local)
+    with pytest.raises(ProviderError):
+        await h.session.prompt(prompt("read a.py three times"))
+    assert len(chat_bodies(openai_emulator)) == 5 and local.reminder_role == "system"
