@@ -67,7 +67,7 @@ def _forked(result: dict[str, Any], as_json: bool) -> int:
     at = f"at checkpoint {result['at']}" if result.get("at") else "at its end"
     sys.stdout.write(result["sessionId"] + "\n")
     sys.stderr.write(f"forked {result['forkedFrom']} {at} ({result['messages']} messages); continue it with: "
-                     f"agentd run --resume {result['sessionId']} PROMPT\n")  # fmt: skip
+                     f"agentd run --resume {result['sessionId']} --prompt '...'\n")  # fmt: skip
     return 0
 
 

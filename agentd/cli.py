@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_globals(p, 0)
     sub = p.add_subparsers(
-        dest="command", metavar="{run,demo,sessions,audit,doctor,trust}", parser_class=_Parser
+        dest="command", metavar="{run,demo,sessions,audit,doctor,trust,mcp}", parser_class=_Parser
     )
 
     run = sub.add_parser("run", help="run one turn of the agent in the terminal")

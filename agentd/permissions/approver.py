@@ -178,6 +178,11 @@ _ANSWERS: dict[str, ApprovalOption] = {
     "always": "allow_always",
     "d": "reject_once",
     "deny": "reject_once",
+    # the terminal client's keys (docs/terminal.md: y once, a always, n reject) mean the same here
+    "y": "allow_once",
+    "yes": "allow_once",
+    "n": "reject_once",
+    "no": "reject_once",
 }
 
 
@@ -269,7 +274,7 @@ class TerminalApprover:
                 offered = {o.get("kind") for o in req.options} or {option}
                 if option is not None and option in offered:
                     return ApprovalOutcome(option=option)
-                _write_all(fd, "Please answer o, a or d: ")
+                _write_all(fd, "Please answer o (or y), a or d (or n): ")
 
 
 def _write_all(fd: int, text: str) -> None:

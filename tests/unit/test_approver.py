@@ -59,9 +59,13 @@ async def test_no_tty_through_the_gate() -> None:
         (b"A\n", "allow_always"),
         (b"d\n", "reject_once"),
         (b"maybe\nd\n", "reject_once"),
+        (b"y\n", "allow_once"),
+        (b"no\n", "reject_once"),
     ],
 )
 async def test_terminal_answers_on_a_pty(typed: bytes, option: str) -> None:
+    """`agentd run` also takes the terminal client's keys (y once, n reject; found by a new user, who typed
+    y and was told to answer o, a or d)."""
     master, slave = pty.openpty()
     try:
         os.write(master, typed)  # typed before the question: the line discipline keeps it
