@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -164,7 +165,8 @@ class AuditLog:
 
     `path`: `sessions/<id>/audit.jsonl`; `secrets`: strings never to be written (the API keys); `now`: the
     wall clock for `at` (injectable for tests); `write_blob`: stores large inputs (the session store's
-    `write_blob`; without it every input stays inline). `record()` returns only after the line is fsynced.
+    `write_blob`; without it every input stays inline). `record()` returns only after the line is fsynced; it is thread-safe (the Toolbox calls it from a worker
+    thread, issue 16).
     Raises OSError when the file cannot be written (the caller must not run the tool then). The chain is
     continued from the file's last line on every append, so several `AuditLog`s of one file in one process
     stay consistent (one process writes a session at a time: the session lock).
@@ -181,6 +183,7 @@ class AuditLog:
         self.secrets = [s for s in secrets if s]
         self._now = now or (lambda: datetime.now(UTC))
         self._write_blob = write_blob
+        self._append_lock = threading.Lock()  # `record` may run in a worker thread (Toolbox); one chain
 
     def tool_use_ids(self) -> set[str]:
         """The tool_use ids that already have a record (read from the file)."""
@@ -211,17 +214,18 @@ class AuditLog:
             body["outcome"] = outcome
         if decision.hooks:  # every user hook's answer, with the hook's name (issue 12 §4)
             body["hooks"] = decision.hooks
-        ensure_dir(self.path.parent)
-        fd, created = self._open()
-        try:
-            seq, prev = self._chain_tail(fd)
-            entry = {"v": AUDIT_VERSION, "seq": seq, "prev": prev, **body}
-            write_all(fd, encode_line(entry))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if created:
-            fsync_dir(self.path.parent)
+        with self._append_lock:
+            ensure_dir(self.path.parent)
+            fd, created = self._open()
+            try:
+                seq, prev = self._chain_tail(fd)
+                entry = {"v": AUDIT_VERSION, "seq": seq, "prev": prev, **body}
+                write_all(fd, encode_line(entry))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if created:
+                fsync_dir(self.path.parent)
         return entry
 
     def copy(self, entries: Iterable[Mapping[str, Any]], session_id: str, *, forked_from: str) -> None:

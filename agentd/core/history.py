@@ -1,10 +1,11 @@
 """The `session/load` replay as session updates (PROTOCOL.md §6.2), for every adapter (issue 10 Part 1).
 
-Owns: `replay_updates(session, records)`: from the session log, in this order, a `session_info_update`
+Owns: `replay_updates(session, records)` and `earlier_updates(session, records, before)` (the pages before
+the last compaction, issue 16): from the session log, in this order, a `session_info_update`
 (stored title and `updatedAt`) and a `current_mode_update` when the mode is not `default`; the conversation
 in log order (a `checkpoint` per checkpoint on the active branch, `user_message_chunk` per stored prompt block, `agent_thought_chunk` / `agent_message_chunk` per
 stored assistant block with the original `messageId`, one `tool_call` per tool use carrying its final state,
-a `plan` at each successful `todo_write`); then the closing `plan` (if the session ever had todos) and a
+a `plan` at each successful `todo_write`), from the turn of the last compaction on (its summary first); then the closing `plan` (if the session ever had todos) and a
 `usage_update` (the context estimate). A tool use without a final record (the previous process stopped or
 the turn was cancelled before it finished) is replayed `failed` with `_meta.agentd.interrupted: true`.
 Built with the builders of a live turn (agentd.protocol.updates, agentd.core.events), so a replayed
@@ -17,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentd.core import events
+from agentd.errors import UsageError
 from agentd.persistence import records as r
 from agentd.persistence.branches import active_seqs, on_branch
 from agentd.protocol import updates
@@ -29,17 +31,78 @@ Block = dict[str, Any]
 
 def replay_updates(session: Session, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every replay update of §6.2, in order (see the module docstring). `records`: the whole log, decoded;
-    only the active branch is replayed (issue 13: what a conversation rewind left behind is not shown)."""
+    only the active branch is replayed (issue 13: what a conversation rewind left behind is not shown), and
+    only its last page (issue 16): from the start of the turn of the last compaction, that compaction's
+    summary first; `earlier_updates` gives the pages before."""
     active = active_seqs(records)
-    typed = [(rec, m) for rec in records if on_branch(rec, active) and (m := r.parse_record(rec)) is not None]
+    typed = _typed(records, active)
     meta = session.journal.meta
     out = [updates.session_info_update(meta.get("title"), meta.get("updatedAt"))]
     if session.mode != "default":
         out.append(updates.current_mode_update(session.mode))
-    finals = {m.tool_call_id: m for _, m in typed if isinstance(m, r.ToolCallRecord)}
-    results = _result_texts(session, typed)
-    had_todos = False
-    for rec, m in typed:
+    starts = _page_starts(typed)
+    out += _page(session, typed, active, starts[-1] if starts else 0, len(typed))
+    if any(isinstance(m, r.TodosRecord) for _, m in typed):
+        out.append(events.plan(session.tracker))
+    used = session.context.estimated_tokens()
+    out.append(events.context_usage(used, session.totals, session.window_tokens, session.model))
+    return out
+
+
+def earlier_updates(session: Session, records: list[dict[str, Any]], before: int) -> dict[str, Any]:
+    """The `agentd/session/history` result (PROTOCOL.md §6.15): `{updates, before}`, the conversation
+    updates of the page that ends where the page starting at record seq `before` starts, and the next
+    `before` (None on the first page). Raises UsageError when `before` is not where a page starts."""
+    active = active_seqs(records)
+    typed = _typed(records, active)
+    starts = _page_starts(typed)
+    ends = [i for i in starts if typed[i][0].get("seq") == before]
+    if not ends:
+        raise UsageError(
+            f"agentd/session/history: before={before!r} is not a page of this session; pass the "
+            "_meta.agentd.earlier.before of a replayed summary, or the `before` of the previous page."
+        )
+    earlier = [i for i in starts if i < ends[0]]
+    start = earlier[-1] if earlier else 0
+    return {"updates": _page(session, typed, active, start, ends[0]),
+            "before": typed[start][0].get("seq") if earlier else None}  # fmt: skip
+
+
+def _typed(records: list[dict[str, Any]], active: Any) -> list[tuple[dict[str, Any], r.Record]]:
+    return [(rec, m) for rec in records if on_branch(rec, active) and (m := r.parse_record(rec)) is not None]
+
+
+def _page_starts(typed: list[tuple[dict[str, Any], r.Record]]) -> list[int]:
+    """Where pages start: for each compaction, the start of its turn (its checkpoint, else its prompt: the
+    messages the compaction kept are shown after its summary), in order, without repeats; never the first
+    turn (what precedes it is no page)."""
+    out: list[int] = []
+    turn, first = None, None
+    for i, (_, m) in enumerate(typed):
+        if isinstance(m, r.PromptRecord):
+            turn = i
+            while turn > 0 and isinstance(typed[turn - 1][1], r.CheckpointRecord):
+                turn -= 1  # the turn's checkpoint goes with it
+            first = turn if first is None else first
+        elif isinstance(m, r.CompactionRecord) and turn is not None and turn != first and turn not in out:
+            out.append(turn)
+    return out
+
+
+def _page(
+    session: Session, typed: list[tuple[dict[str, Any], r.Record]], active: Any, start: int, end: int
+) -> list[dict[str, Any]]:
+    """The conversation updates of `typed[start:end]`, after the summary of its last compaction (an
+    `agent_message_chunk` with `_meta.agentd.summary: true` and `earlier.before` = the seq where the page
+    starts) when one is there and a page precedes."""
+    part = typed[start:end]
+    finals = {m.tool_call_id: m for _, m in part if isinstance(m, r.ToolCallRecord)}
+    results = _result_texts(session, part)
+    out: list[dict[str, Any]] = []
+    compactions = [(rec, m) for rec, m in part if isinstance(m, r.CompactionRecord)]
+    if start > 0 and compactions:
+        out.append(_summary(*compactions[-1], before=typed[start][0].get("seq")))
+    for rec, m in part:
         if isinstance(m, r.CheckpointRecord) and rec.get("seq") in active:
             out.append(events.checkpoint(rec))
         elif isinstance(m, r.PromptRecord):
@@ -47,13 +110,15 @@ def replay_updates(session: Session, records: list[dict[str, Any]]) -> list[dict
         elif isinstance(m, r.MessageRecord) and m.message.get("role") == "assistant":
             out += _assistant(session, m, finals, results)
         elif isinstance(m, r.TodosRecord):
-            had_todos = True
             out.append(events.stored_plan(m.todos))
-    if had_todos:
-        out.append(events.plan(session.tracker))
-    used = session.context.estimated_tokens()
-    out.append(events.context_usage(used, session.totals, session.window_tokens, session.model))
     return out
+
+
+def _summary(rec: dict[str, Any], m: r.CompactionRecord, *, before: Any) -> dict[str, Any]:
+    text = "".join(str(b.get("text", "")) for b in m.summary.get("content", []) if isinstance(b, dict))
+    update = updates.agent_message_chunk(f"compaction_{rec.get('seq')}", text)
+    update["_meta"] = {"agentd": {"summary": True, "earlier": {"before": before}}}
+    return update
 
 
 def _prompt_content(block: Block) -> Block:

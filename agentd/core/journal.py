@@ -27,7 +27,7 @@ from typing import Any
 from ulid import ULID
 
 from agentd.errors import StorageError
-from agentd.persistence.paths import DataDir
+from agentd.persistence.paths import DataDir, off_loop
 from agentd.persistence.records import MessageRecord, Record, TodosRecord
 from agentd.persistence.store import SessionStore, read_records
 
@@ -138,7 +138,7 @@ class Journal:
                 raise self._failed
             upto = self._written
             try:
-                await asyncio.to_thread(self._store.sync)
+                await off_loop(self._store.sync)
             except ValueError:  # closed meanwhile: `Session.close` fsynced
                 return
             except StorageError as exc:

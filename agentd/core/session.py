@@ -19,7 +19,8 @@ Public API (`Session.PUBLIC`):
   the apply-edit bridge of the connection that holds the session).
 - events: `sink` (a callable receiving each session update, a dict in the wire shape of
   `agentd.protocol.updates`, exactly once; an adapter frames and routes it) and `replay_updates()` (every
-  update of a `session/load` replay, built by the same builders as a live turn).
+  update of a `session/load` replay, built by the same builders as a live turn: from the last compaction
+  on) and `history(before)` (`agentd/session/history`: the pages before it).
 - checkpoints (issue 13; docs/checkpoints.md; agentd.core.checkpoints, rewind, fork): a checkpoint is taken
   before each prompt and each `run_command` (the `checkpoint` update, its `messageId` the prompt's).
   `checkpoints()` -> the `agentd/session/checkpoints` result (PROTOCOL.md §6.12: `{checkpoints[], rewinds[],
@@ -59,7 +60,7 @@ from agentd.core.checkpoints import Checkpointer
 from agentd.core.compaction import compress
 from agentd.core.context import Context
 from agentd.core.fork import fork_session
-from agentd.core.history import replay_updates
+from agentd.core.history import earlier_updates, replay_updates
 from agentd.core.hooks import Hooks
 from agentd.core.instructions import Instructions, user_instructions_dir
 from agentd.core.instructions import load as load_instructions
@@ -128,7 +129,7 @@ class Session:
         {
             "id", "cwd", "title", "turns", "mode", "model", "provider_name", "accepts_images", "created_at",
             "updated_at", "busy", "closed", "totals", "status", "todos", "prompt", "cancel", "compact",
-            "set_mode", "attach_editor", "sink", "replay_updates", "close", "aclose", "instructions",
+            "set_mode", "attach_editor", "sink", "replay_updates", "history", "close", "aclose", "instructions",
             "reload_instructions", "learn_window", "checkpoints", "rewind", "fork",
         }
     )  # fmt: skip
@@ -314,6 +315,12 @@ class Session:
         """Every update of a `session/load` replay (PROTOCOL.md §6.2), read from the log on disk now; the
         same builders as a live turn. Adapter-neutral: the caller frames and sends them."""
         return replay_updates(self, self.journal.all_records())
+
+    def history(self, before: int) -> dict[str, Any]:
+        """The `agentd/session/history` result (PROTOCOL.md §6.15): the page of replay updates before the
+        compaction whose seq is `before`, and the next `before` (None on the first page). Raises
+        UsageError for a `before` that is not such a seq."""
+        return earlier_updates(self, self.journal.all_records(), before)
 
     # ---- checkpoints (issue 13) ----------------------------------------------------------------------
     def checkpoints(self) -> dict[str, Any]:

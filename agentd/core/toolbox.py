@@ -22,6 +22,7 @@ from agentd.audit import AuditLog
 from agentd.core.hooks import Hooks
 from agentd.core.replies import repeat_text
 from agentd.permissions.gate import Decision, Gate, denial_text
+from agentd.persistence.paths import off_loop
 from agentd.tools.base import PathRefused, Preview, Tool, ToolContext, ToolOutput
 from agentd.tools.registry import ToolRegistry
 
@@ -112,7 +113,7 @@ class Toolbox:
         runs. A cancel while waiting is audited as `cancel` and re-raised."""
         if call.refusal is not None:
             self.gate.log(call.name, call.refusal)
-            self.audit_once(call.id, call.name, call.raw, call.refusal, call.outcome)
+            await self._audit_off_loop(call, call.refusal, call.outcome)
             return call.refusal
         assert call.preview is not None
         try:
@@ -123,8 +124,25 @@ class Toolbox:
             self.gate.log(call.name, Decision.cancelled())
             self.audit_once(call.id, call.name, call.raw, Decision.cancelled())
             raise
-        self.audit_once(call.id, call.name, call.raw, decision)
+        await self._audit_off_loop(call, decision)
         return decision
+
+    async def _audit_off_loop(self, call: Call, decision: Decision, outcome: str | None = None) -> None:
+        """`audit_once` with the write and fsync in a worker thread (issue 16: nothing blocks the event loop);
+        returns once the record is durable. The id is claimed first, so a cancel meanwhile does not audit
+        it again (the thread still finishes the record); a failed write releases it and raises."""
+        if call.id in self.audited:
+            return
+        self.audited.add(call.id)
+        write = asyncio.ensure_future(off_loop(self.audit.record, self.session_id, call.id, call.name, call.raw, decision,
+                                  outcome=outcome))  # fmt: skip
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            self.audited.discard(call.id)
+            raise
 
     def refused(self, call: Call, decision: Decision) -> ToolOutput:
         """The `is_error` output of a call that does not run (CONTRACTS.md §11 texts)."""

@@ -9,10 +9,14 @@ from agentd.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import stat
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import platformdirs
 from ulid import ULID
@@ -203,3 +207,17 @@ def atomic_write(path: Path, data: bytes, *, before_rename: str | None = None) -
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+_T = TypeVar("_T")
+_DURABILITY_POOL: ThreadPoolExecutor | None = None
+
+
+async def off_loop(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Run a blocking write or fsync in agentd's durability threads (issue 16: nothing blocks the event
+    loop). Its own pool of 32 threads, not the loop's default (6 on 2 cores), so the fsyncs of many
+    sessions overlap (the filesystem groups them into one journal commit) instead of queueing."""
+    global _DURABILITY_POOL
+    if _DURABILITY_POOL is None:
+        _DURABILITY_POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="agentd-durable")
+    return await asyncio.get_running_loop().run_in_executor(_DURABILITY_POOL, lambda: fn(*args, **kwargs))

@@ -56,6 +56,8 @@ METHODS: tuple[Method, ...] = (
            "_agentd/session/rewind"),
     Method("agentd/session/fork", "c2s", "request", checkpoints.ForkParams, checkpoints.ForkResult,
            "_agentd/session/fork"),
+    Method("agentd/session/history", "c2s", "request", session.HistoryParams, session.HistoryResult,
+           "_agentd/session/history"),
     Method("agentd/session/update", "s2c", "notification", approvals.SessionNotification, None,
            "session/update"),
     Method("agentd/session/requestPermission", "s2c", "request", approvals.RequestPermissionParams,

@@ -100,6 +100,21 @@ class SessionIdParams(WireModel):
     session_id: str
 
 
+class HistoryParams(WireModel):
+    """`{sessionId, before}`: the page of history before the compaction record whose seq is `before`."""
+
+    session_id: str
+    before: int
+
+
+class HistoryResult(WireModel):
+    """`agentd/session/history` (§6.15): the page's session updates in log order, and the `before` of the
+    page preceding it (null: this is the first)."""
+
+    updates: list[dict[str, Any]]
+    before: int | None = None
+
+
 class SetModeParams(WireModel):
     session_id: str
     mode_id: str

@@ -27,7 +27,7 @@ from tests.lsp.harness import (
 METHODS = ["agentd/session/new", "agentd/session/load", "agentd/session/list", "agentd/session/prompt",
            "agentd/session/cancel", "agentd/session/close", "agentd/session/setMode", "agentd/session/todos",
            "agentd/session/status", "agentd/session/compact", "agentd/session/checkpoints",
-           "agentd/session/rewind", "agentd/session/fork"]  # fmt: skip
+           "agentd/session/rewind", "agentd/session/fork", "agentd/session/history"]  # fmt: skip
 
 
 def capabilities(

@@ -29,7 +29,8 @@ from agentd.protocol import methods
 log = logging.getLogger("agentd.acp")
 
 PROTOCOL_VERSION = 1
-EXTENSIONS = ("agentd/session/todos", "agentd/session/status", "agentd/session/compact", *checkpoints.METHODS)
+EXTENSIONS = ("agentd/session/todos", "agentd/session/status", "agentd/session/compact", "agentd/session/history",
+              *checkpoints.METHODS)  # fmt: skip
 AUTH_METHOD = {
     "id": "agentd-env",
     "name": "Set ANTHROPIC_API_KEY (or configure a provider), then retry",
@@ -192,6 +193,12 @@ class AgentdAgent:
                 return s.todos()
             if method.endswith("/status"):
                 return s.status()
+            if method.endswith("/history"):
+                before = params.get("before")
+                if not isinstance(before, int) or isinstance(before, bool):
+                    raise rpc("InvalidParams", f"{name}: before: an integer is required (a summary's "
+                              "_meta.agentd.earlier.before).", errors=[{"loc": "before", "msg": "required"}])  # fmt: skip
+                return s.history(before)
             if s.busy or self.host.hosted_of(sid).prompt_task is not None:
                 raise busy(sid)
             return await s.compact()

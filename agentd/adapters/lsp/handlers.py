@@ -61,6 +61,11 @@ def register(server: AgentdLanguageServer, conn: Connection) -> None:
         """The current todo snapshot (§6.7)."""
         return turns.todos(conn, params)
 
+    @server.feature("agentd/session/history")
+    def history(params: Any) -> dict[str, Any]:
+        """The page of history before a compaction (§6.15)."""
+        return turns.history(conn, params)
+
     @server.feature("agentd/session/status")
     def status(params: Any) -> dict[str, Any]:
         """State, context size and token totals (§6.8)."""

@@ -142,6 +142,12 @@ def todos(conn: Connection, raw: Any) -> dict[str, Any]:
     return hosted_of(conn, params.session_id).session.todos()
 
 
+def history(conn: Connection, raw: Any) -> dict[str, Any]:
+    """A page of the history before a compaction (PROTOCOL.md §6.15; issue 16)."""
+    params = parse(ps.HistoryParams, "agentd/session/history", raw)
+    return hosted_of(conn, params.session_id).session.history(params.before)
+
+
 def status(conn: Connection, raw: Any) -> dict[str, Any]:
     params = parse(ps.SessionIdParams, "agentd/session/status", raw)
     return hosted_of(conn, params.session_id).session.status()

@@ -139,6 +139,22 @@ export interface ForkResult {
   messages: number;
 }
 
+/** `{sessionId, before}`: the page of history before the compaction record whose seq is `before`. */
+export interface HistoryParams {
+  _meta?: Record<string, unknown>;
+  sessionId: string;
+  before: number;
+}
+
+/** `agentd/session/history` (§6.15): the page's session updates in log order, and the `before` of the
+ * page preceding it (null: this is the first).
+ */
+export interface HistoryResult {
+  _meta?: Record<string, unknown>;
+  updates: Record<string, unknown>[];
+  before?: number;
+}
+
 export interface ImageBlock {
   _meta?: Record<string, unknown>;
   type: "image";
@@ -583,6 +599,7 @@ export const Methods = {
   SessionCheckpoints: "agentd/session/checkpoints",
   SessionRewind: "agentd/session/rewind",
   SessionFork: "agentd/session/fork",
+  SessionHistory: "agentd/session/history",
   SessionUpdate: "agentd/session/update",
   SessionRequestPermission: "agentd/session/requestPermission",
 } as const;
@@ -604,6 +621,7 @@ export const CLIENT_METHODS = [
   "agentd/session/checkpoints",
   "agentd/session/rewind",
   "agentd/session/fork",
+  "agentd/session/history",
 ] as const;
 
 export interface ClientRequests {
@@ -619,6 +637,7 @@ export interface ClientRequests {
   "agentd/session/checkpoints": { params: CheckpointsParams; result: CheckpointsResult };
   "agentd/session/rewind": { params: RewindParams; result: RewindResult };
   "agentd/session/fork": { params: ForkParams; result: ForkResult };
+  "agentd/session/history": { params: HistoryParams; result: HistoryResult };
 }
 
 export interface ClientNotifications {

@@ -18,6 +18,7 @@ M.methods = {
   session_checkpoints = "agentd/session/checkpoints",
   session_rewind = "agentd/session/rewind",
   session_fork = "agentd/session/fork",
+  session_history = "agentd/session/history",
   session_update = "agentd/session/update",
   session_request_permission = "agentd/session/requestPermission",
 }
@@ -37,6 +38,7 @@ M.client_methods = {
   "agentd/session/checkpoints",
   "agentd/session/rewind",
   "agentd/session/fork",
+  "agentd/session/history",
 }
 
 -- Methods sent as notifications (no response).
