@@ -125,3 +125,26 @@ def test_a_resume_that_fails_keeps_the_session_open_now(
     t.key("ctrl-d")
     step(t, "left", "continue it with: agentd --resume", f"[session {here} kept", where="transcript")
     assert t.exit_code() == 0
+
+
+def test_a_typed_escape_sequence_is_dropped_not_a_traceback(
+    emulator: Emulator, workspace: Path, term_env: dict[str, str], terminals: Any
+) -> None:
+    """issue 14 (break14): `ESC [ 31 m` typed (or pasted without bracketed paste) at the prompt or at an
+    approval was taken by prompt_toolkit for a mouse report, whose handler failed: a traceback over the
+    screen and the client stuck at "Press ENTER to continue". Mouse reporting is never on; such a
+    sequence is dropped and the rest of the line kept."""
+    emulator.script([{"reply": [{"tool_use": {"name": "run_command", "input": {"command": "ls -a"}}}]},
+                     {"reply": [{"text": "Listed."}], "stop_reason": "end_turn"}])  # fmt: skip
+    t = terminals(["--new"], term_env, workspace)
+    step(t, "open", "❯", "new session")
+    t.type("a\x1b[31mb\x1b[0;1mc")
+    t.pump(0.5)
+    t.key("enter")
+    step(t, "asked", "Allow Run `ls -a`?", "❯ abc")
+    t.type("\x1b[31m")
+    t.pump(0.5)
+    t.type("y")
+    step(t, "answered", "Listed.", "[approval · Allow once]")
+    t.key("ctrl-d")
+    assert t.exit_code() == 0

@@ -23,6 +23,7 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from rich.syntax import Syntax
 from rich.text import Text
 
+from agentd.adapters.tui.entry import ignore_mouse_sequences
 from agentd.adapters.tui.view import View
 from agentd.permissions.approver import ApprovalOutcome, ApprovalRequest, offered_options
 from agentd.text import visible
@@ -64,7 +65,7 @@ async def choose_option(options: list[dict[str, Any]], question: str, hint: str 
         out.append(("class:hint", "  " + hint))
         return out
 
-    kb = KeyBindings()
+    kb = ignore_mouse_sequences(KeyBindings())
 
     def picker(option_id: str) -> Callable[[KeyPressEvent], None]:
         return lambda event: event.app.exit(result=option_id)

@@ -22,6 +22,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.patch_stdout import patch_stdout
 from prompt_toolkit.styles import Style
 
@@ -61,8 +62,16 @@ class ChatCompleter(Completer):
             yield from self.paths.get_completions(Document(fragment, len(fragment)), event)
 
 
+def ignore_mouse_sequences(kb: KeyBindings) -> KeyBindings:
+    """Mouse reporting is never turned on, so a "mouse event" is a typed or pasted escape sequence
+    (`ESC [ 31 m`) that prompt_toolkit's own handler fails to parse, with a traceback over the screen and
+    the client stuck at "Press ENTER" (break14): it is dropped."""
+    kb.add(Keys.Vt100MouseEvent)(lambda event: None)
+    return kb
+
+
 def _bindings() -> KeyBindings:
-    kb = KeyBindings()
+    kb = ignore_mouse_sequences(KeyBindings())
 
     @kb.add("enter")
     def _enter(event: KeyPressEvent) -> None:
