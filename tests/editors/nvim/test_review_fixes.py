@@ -286,6 +286,8 @@ COMMANDS = [
     "AgentdStatus",
     "AgentdMode",
     "AgentdRestart",
+    "AgentdRewind",
+    "AgentdFork",
 ]
 
 
