@@ -280,7 +280,9 @@ def encode_record(seq: int, kind: str, payload: Mapping[str, Any], at: str) -> b
     """One log line (UTF-8, ending in `\\n`) for record number `seq` (>= 1) of `kind` written at `at`.
 
     `payload` keys follow the envelope in their insertion order and must not be `v`, `seq`, `at` or `kind`.
-    Deterministic: `json.dumps(..., ensure_ascii=False, separators=(",", ":"))`.
+    Deterministic: `json.dumps(..., ensure_ascii=False, separators=(",", ":"))`; a record holding a lone
+    surrogate (a file name that is not UTF-8, kept by `os.fsdecode` as `surrogateescape`) is written with
+    `ensure_ascii=True` instead, so the line stays UTF-8 and reads back to the same strings.
     Raises ValueError for an unknown kind, a bad seq, an envelope key in the payload, or a value JSON cannot
     encode (including NaN).
     """
@@ -297,7 +299,10 @@ def encode_record(seq: int, kind: str, payload: Mapping[str, Any], at: str) -> b
         text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except TypeError as exc:
         raise ValueError(f"record of kind {kind!r} is not JSON-serialisable: {exc}") from exc
-    return text.encode("utf-8") + b"\n"
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: \udcff escapes round-trip through json.loads
+        return json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
 
 def decode_line(line: bytes) -> dict[str, Any]:

@@ -24,7 +24,8 @@ SCENARIO = {
 
 def agentd(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "agentd", *args], env=env, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                          errors="replace", timeout=120, stdin=subprocess.DEVNULL,
+                          start_new_session=True)  # fmt: skip
 
 
 def setup(tmp_path: Path) -> tuple[Path, dict[str, str], list[str]]:
@@ -97,3 +98,27 @@ def test_bad_targets_are_usage_errors(tmp_path: Path) -> None:
     out = agentd(["sessions", "rewind", sid, "--to", "1.1"], env)
     assert out.returncode == 2 and "--files-only" in out.stderr
     assert agentd(["sessions", "rewind", "sess_nope", "--to", "1"], env).returncode == 3
+
+
+def test_a_file_name_that_is_not_utf8_is_checkpointed_and_restored(tmp_path: Path) -> None:
+    """issue 13 (break13): a workspace holding a file whose name is not UTF-8 made every checkpoint record
+    unwritable (UnicodeEncodeError in the log): the turn ended in an internal error and `sessions rewind`
+    failed the same way, so nothing the agent did could be taken back. Now the turn ends normally and the
+    rewind puts the file back byte for byte."""
+    ws, env, run = setup(tmp_path)
+    odd = os.fsencode(ws) + b"/bad\xff.txt"
+    with open(odd, "wb") as f:
+        f.write(b"odd\n")
+    scenario = {"answers": [
+        {"reply": [{"tool_use": {"name": "run_command", "input": {"command": "rm -f bad*.txt"}}}]},
+        {"reply": [{"text": "done"}]},
+    ]}  # fmt: skip
+    (tmp_path / "scenario.json").write_text(json.dumps(scenario))
+    out = agentd([*run, "--allow", "run_command", "--prompt", "remove it"], env)
+    assert out.returncode == 0, out.stderr
+    assert not os.path.exists(odd)
+    sid = agentd(["sessions", "list"], env).stdout.splitlines()[1].split()[0]
+    out = agentd(["sessions", "rewind", sid, "--to", "1", "--files-only"], env)
+    assert out.returncode == 0, out.stderr
+    with open(odd, "rb") as f:
+        assert f.read() == b"odd\n"

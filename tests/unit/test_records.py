@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -33,6 +34,17 @@ def test_kinds_and_version() -> None:
     ) == KINDS  # fmt: skip
     assert is_known_kind("message") is True
     assert is_known_kind("future_kind") is False
+
+
+def test_encode_a_non_utf8_file_name_round_trips() -> None:
+    """issue 13 (break13): a checkpoint record naming a file whose name is not UTF-8 (`os.fsdecode` keeps
+    the byte as a lone surrogate) crashed the log write: the turn ended in an internal error and no rewind
+    was possible. The line is now written with `\\udcff` escapes and reads back to the same string."""
+    name = os.fsdecode(b"bad\xff.txt")
+    line = encode_record(2, "checkpoint", {"id": "1", "changed": [name, "编"]}, AT)
+    line.decode("utf-8")  # valid UTF-8
+    assert decode_line(line)["changed"] == [name, "编"]
+    assert encode_record(2, "checkpoint", {"id": "1", "changed": ["编"]}, AT).decode().count("编") == 1
 
 
 def test_encode_exact_bytes_keeps_order_blocks_and_utf8() -> None:
