@@ -8,7 +8,8 @@ is not JSON and drops it, and a JSON value that is not an object would end its r
 - params nested too deeply to decode or handle (issue 9 H19): `-32602` under the request's id (found by a flat
   scan when `json.loads` cannot decode it); lone surrogates in a request's params: `-32602` naming the fields
   (a notification's become U+FFFD);
-- a notification agentd does not know: dropped (logged at debug level), never answered;
+- a notification agentd does not know: dropped (logged at debug level), never answered; a notification's
+  method sent as a request (with an id): `-32601` saying to send it without one;
 - `$/cancel_request` for a pending request: handed to `on_cancel_request(id)`.
 Every error response leaves with `data.name` and a message that says what to do (PROTOCOL.md §11): the
 SDK's generic `Invalid params` / `Method not found` / `Internal error` are reworded here, with the method
@@ -195,6 +196,10 @@ class LineTransport:
         return self._request(data, msg_id, method) if has_id else self._notification(data, method)
 
     def _request(self, data: dict[str, Any], msg_id: Any, method: str) -> dict[str, Any] | None:
+        if method in self._notifications:  # e.g. session/cancel sent with an id (issue 10, break10)
+            self._error(msg_id, "MethodNotFound", f"{method} is a notification in ACP: send it without an id "
+                        "(it gets no answer).", method=method)  # fmt: skip
+            return None
         if method not in self._requests and not method.startswith("_"):
             self._error(msg_id, "MethodNotFound", method_not_found(method), method=method)
             return None
