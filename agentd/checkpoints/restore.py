@@ -95,7 +95,8 @@ def _folder(
                 kept.append((path, "not_covered"))
             continue
         if a is not None and b is None and name in tgt.skipped:
-            held = True  # not covered then: nothing to go back to
+            held = True  # not covered then (too large, ignored): nothing to go back to, and the user is told
+            kept.append((path, "not_covered"))
             continue
         if a is not None and b is not None and same_content(a, b):
             continue

@@ -137,6 +137,18 @@ def test_a_kept_path_is_left_alone_and_reported(ws: Path, store: ObjectStore) ->
     assert ("a.txt", "changed_by_user") in plan.kept and ("tree/mine", "changed_by_user") in plan.kept
 
 
+def test_a_file_not_covered_then_but_covered_now_is_reported(ws: Path, store: ObjectStore) -> None:
+    """issue 13 (break13): a file over the size cap at the checkpoint that the agent then shrank under it was
+    left as the agent made it (right: its old bytes were never stored) but the rewind did not say so, so the
+    user believed it restored. It is now kept and listed as `not_covered`."""
+    then, _ = snap(ws, store, None)
+    (ws / "big.bin").write_bytes(b"tiny")
+    now, _ = snap(ws, store, then)
+    plan = rewind(ws, store, now, then)
+    assert (ws / "big.bin").read_bytes() == b"tiny"
+    assert ("big.bin", "not_covered") in plan.kept
+
+
 def test_a_removed_folder_holding_uncovered_files_stays(ws: Path, store: ObjectStore) -> None:
     then, _ = snap(ws, store, None)
     (ws / "gen").mkdir()
