@@ -30,10 +30,21 @@ def checkpoints_command(args: argparse.Namespace, data_dir: DataDir) -> int:
     return _rewind(args, data_dir)
 
 
+def _json_line(result: dict[str, Any]) -> str:
+    """One JSON line of `result`, always valid UTF-8: a path whose name is not UTF-8 (a lone surrogate from
+    `os.fsdecode`) makes the whole line ASCII with `\\udcff` escapes, which JSON readers take as is."""
+    text = json.dumps(result, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(result)
+    return text + "\n"
+
+
 def _list(result: dict[str, Any], as_json: bool) -> int:
     out = sys.stdout
     if as_json:
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+        out.write(_json_line(result))
         return 0
     if not result["checkpoints"]:
         sys.stderr.write("no checkpoints yet (one is taken before each prompt)\n")
@@ -62,7 +73,7 @@ def _one_line(text: str) -> str:
 
 def _forked(result: dict[str, Any], as_json: bool) -> int:
     if as_json:
-        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        sys.stdout.write(_json_line(result))
         return 0
     at = f"at checkpoint {result['at']}" if result.get("at") else "at its end"
     sys.stdout.write(result["sessionId"] + "\n")
@@ -80,7 +91,7 @@ def _rewind(args: argparse.Namespace, data_dir: DataDir) -> int:
         lines=_note,
     ))  # fmt: skip
     if args.json:
-        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        sys.stdout.write(_json_line(result))
         return 0
     _report(args, result)
     return 0

@@ -103,8 +103,8 @@ def test_bad_targets_are_usage_errors(tmp_path: Path) -> None:
 def test_a_file_name_that_is_not_utf8_is_checkpointed_and_restored(tmp_path: Path) -> None:
     """issue 13 (break13): a workspace holding a file whose name is not UTF-8 made every checkpoint record
     unwritable (UnicodeEncodeError in the log): the turn ended in an internal error and `sessions rewind`
-    failed the same way, so nothing the agent did could be taken back. Now the turn ends normally and the
-    rewind puts the file back byte for byte."""
+    failed the same way, so nothing the agent did could be taken back. Now the turn ends normally, the
+    rewind puts the file back byte for byte, and `--json` stays valid UTF-8 (it printed the raw byte)."""
     ws, env, run = setup(tmp_path)
     odd = os.fsencode(ws) + b"/bad\xff.txt"
     with open(odd, "wb") as f:
@@ -118,7 +118,9 @@ def test_a_file_name_that_is_not_utf8_is_checkpointed_and_restored(tmp_path: Pat
     assert out.returncode == 0, out.stderr
     assert not os.path.exists(odd)
     sid = agentd(["sessions", "list"], env).stdout.splitlines()[1].split()[0]
-    out = agentd(["sessions", "rewind", sid, "--to", "1", "--files-only"], env)
+    out = agentd(["sessions", "rewind", sid, "--to", "1", "--files-only", "--json"], env)
     assert out.returncode == 0, out.stderr
     with open(odd, "rb") as f:
         assert f.read() == b"odd\n"
+    assert "\ufffd" not in out.stdout  # valid UTF-8 JSON: the name is escaped, not raw bytes
+    assert os.fsdecode(b"bad\xff.txt") in json.loads(out.stdout)["files"]["restored"]
