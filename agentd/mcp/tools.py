@@ -84,7 +84,7 @@ class MCPTool(Tool):
             return None, "invalid_arguments: input: must be an object"
         try:
             errors = sorted(jsonschema.Draft202012Validator(self.schema).iter_errors(raw), key=str)
-        except jsonschema.SchemaError:
+        except Exception:  # any broken schema: a bad $ref, an unknown type, a pattern that does not compile
             errors = []  # the server's schema is broken: let the server judge the input
         if errors:
             parts = [f"{'.'.join(str(p) for p in e.absolute_path) or 'input'}: {e.message}" for e in errors]
