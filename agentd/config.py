@@ -202,6 +202,9 @@ class Settings(_Section):
     max_output_tokens: int = Field(8192, gt=0, alias="maxOutputTokens")
     max_turn_requests: int = Field(50, gt=0, alias="maxTurnRequests")
     prompt_caching: bool = Field(True, alias="promptCaching")
+    images: bool | None = (
+        None  # prompts may carry images; None: the model table decides (providers/models.py)
+    )
     retries: Retries = Field(default_factory=Retries)  # type: ignore[arg-type]
     cache: CacheSettings = Field(default_factory=CacheSettings)  # type: ignore[arg-type]
     context: ContextSettings = Field(default_factory=ContextSettings)  # type: ignore[arg-type]
@@ -220,6 +223,12 @@ class Settings(_Section):
     openai: OpenAISettings = Field(default_factory=OpenAISettings)  # type: ignore[arg-type]
     mcp: MCPSettings = Field(default_factory=MCPSettings)  # type: ignore[arg-type]
     auth_token: str | None = Field(None, alias="authToken")
+
+    def accepts_images(self) -> bool:
+        """Whether prompts may carry images: `images`, else the model table (`providers.models.accepts_images`)."""
+        from agentd.providers.models import accepts_images
+
+        return accepts_images(self.provider, self.model, self.images)
 
     def window_tokens(self, model_window: int) -> int:
         """`context.window_tokens`, else the model table's window (`model_window`, tokens)."""

@@ -216,8 +216,11 @@ class Session:
 
     @property
     def accepts_images(self) -> bool:
-        """Whether prompts may carry images (the scripted provider takes none)."""
-        return self.provider.name != "scripted"
+        """Whether prompts may carry images (`Settings.accepts_images`: the `images` setting, else the model
+        table), for the model this session runs."""
+        from agentd.providers.models import accepts_images
+
+        return accepts_images(self.provider.name, self.provider.model, self.settings.images)
 
     @property
     def created_at(self) -> str | None:

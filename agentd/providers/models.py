@@ -1,8 +1,9 @@
 """The model table: context windows of known models (PROTOCOL.md §4.3 `context.window_tokens`).
 
-Owns: `MODEL_WINDOWS`, `DEFAULT_WINDOW_TOKENS`, `DEFAULT_MODELS`, `context_window()`. Imports nothing from agentd
-and no SDK. Windows are the providers' published input limits in tokens (Anthropic models overview, OpenAI model
-pages, DeepSeek and Moonshot API docs); a model not listed gets 32768, a safe size for local servers.
+Owns: `MODEL_WINDOWS`, `DEFAULT_WINDOW_TOKENS`, `DEFAULT_MODELS`, `context_window()`, and whether a model takes
+images in prompts (`IMAGE_MODELS`, `accepts_images()`). Imports nothing from agentd and no SDK. Windows are the
+providers' published input limits in tokens (Anthropic models overview, OpenAI model pages, DeepSeek and Moonshot
+API docs); a model not listed gets 32768, a safe size for local servers.
 """
 
 from __future__ import annotations
@@ -51,13 +52,48 @@ MODEL_WINDOWS: dict[str, int] = {
 }
 
 
-def context_window(model: str) -> int:
-    """The context window of `model` in tokens.
+# Models of the `openai` provider's table that take images in a prompt (the providers' model pages: DeepSeek's
+# and Kimi K2's chat models are text only). Every Anthropic model takes them.
+IMAGE_MODELS: frozenset[str] = frozenset(
+    {
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4.1-nano",
+        "gpt-5",
+        "gpt-5-mini",
+        "o3",
+        "o4-mini",
+    }
+)
 
-    Exact name first, then the longest table name that prefixes it followed by `-` (dated ids such as
-    `claude-sonnet-4-5-20250929`, `kimi-k2-0905-preview`), else `DEFAULT_WINDOW_TOKENS`.
-    """
+
+def _table_name(model: str) -> str | None:
+    """The table entry naming `model`: exact name first, then the longest table name that prefixes it followed by
+    `-` (dated ids such as `claude-sonnet-4-5-20250929`, `kimi-k2-0905-preview`), else None."""
     if model in MODEL_WINDOWS:
-        return MODEL_WINDOWS[model]
+        return model
     matches = [name for name in MODEL_WINDOWS if model.startswith(name + "-")]
-    return MODEL_WINDOWS[max(matches, key=len)] if matches else DEFAULT_WINDOW_TOKENS
+    return max(matches, key=len) if matches else None
+
+
+def context_window(model: str) -> int:
+    """The context window of `model` in tokens: the table's (`_table_name`), else `DEFAULT_WINDOW_TOKENS`."""
+    name = _table_name(model)
+    return MODEL_WINDOWS[name] if name else DEFAULT_WINDOW_TOKENS
+
+
+def accepts_images(provider: str, model: str | None, configured: bool | None = None) -> bool:
+    """Whether prompts to `model` of `provider` may carry images (ACP/agentd `promptCapabilities.image`).
+
+    The `images` setting wins when set (`configured`); else: `scripted` never, `anthropic` always, `openai` only
+    for a table model in `IMAGE_MODELS` (a model the table does not know, e.g. one served by Ollama or llama.cpp,
+    is assumed text only: set `images = true` for a vision model).
+    """
+    if configured is not None:
+        return configured
+    if provider in ("scripted", "anthropic"):
+        return provider == "anthropic"
+    name = _table_name(model or DEFAULT_MODELS.get(provider, ""))
+    return name in IMAGE_MODELS

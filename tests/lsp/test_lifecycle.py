@@ -60,6 +60,18 @@ async def test_initialize_result_and_option_warnings(
     assert (2, text) in [(m.type, m.message) for m in d.client.log_messages]
 
 
+async def test_image_prompts_are_offered_only_for_a_model_that_takes_them(
+    client_name: str, workspace: Path, data_dir: Path, daemons: Any
+) -> None:
+    """An OpenAI-compatible model the table does not know (a local server's) is text only unless `images = true`
+    says otherwise; `promptCapabilities.image` follows (providers/models.py owns the rule)."""
+    local = {"provider": "openai", "model": "qwen2.5-coder:7b", "baseUrl": "http://127.0.0.1:9/v1"}
+    for options, image in [(local, False), ({**local, "images": True}, True)]:
+        d = await daemons(client_name, daemon_env(data_dir), [workspace], init_options=options)
+        assert d.init is not None
+        assert d.init.capabilities.experimental["agentd"]["promptCapabilities"]["image"] is image
+
+
 async def test_initialize_over_raw_pipes_is_exactly_the_documented_result(
     tmp_path: Path, workspace: Path, data_dir: Path
 ) -> None:

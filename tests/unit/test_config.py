@@ -20,6 +20,7 @@ DEFAULTS: dict[str, Any] = {
     "max_output_tokens": 8192,
     "max_turn_requests": 50,
     "prompt_caching": True,
+    "images": None,
     "retries": {"max_total_s": 60.0, "request_timeout_s": 600.0, "read_timeout_s": 300.0},
     "cache": {"ttl": "auto"},
     "context": {

@@ -17,7 +17,7 @@ from agentd.errors import ConfigError, MissingCredentials, ProviderError
 from agentd.providers.anthropic import AnthropicProvider
 from agentd.providers.base import ModelRequest, ModelResponse, StreamEvent, Usage, run_with_retries
 from agentd.providers.factory import make_provider
-from agentd.providers.models import DEFAULT_WINDOW_TOKENS, context_window
+from agentd.providers.models import DEFAULT_WINDOW_TOKENS, accepts_images, context_window
 from agentd.providers.openai_compat import OpenAICompatProvider
 from agentd.providers.scripted import DEFAULT_SUMMARY, ScriptedProvider, load_scenario
 
@@ -357,6 +357,26 @@ def test_model_windows() -> None:
         context_window("qwen2.5-coder:7b"),
     ] == [200_000, 200_000, 128_000, 128_000, DEFAULT_WINDOW_TOKENS]
     assert DEFAULT_WINDOW_TOKENS == 32768
+
+
+def test_model_images_follow_the_table_and_the_setting() -> None:
+    """A text-only model is not offered image prompts (found after issue 10: ACP advertised images for every
+    provider but `scripted`, so a llama.cpp model got a request with an image block it cannot read)."""
+    cases = [
+        ("anthropic", "claude-haiku-4-5-20251001", None), ("openai", "gpt-4o-2024-08-06", None),
+        ("openai", None, None), ("openai", "deepseek-chat", None), ("openai", "qwen2.5-coder:7b", None),
+        ("openai", "llava:13b", True), ("anthropic", "claude-sonnet-4-6", False), ("scripted", "scripted", None),
+    ]  # fmt: skip
+    assert [accepts_images(p, m, c) for p, m, c in cases] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        True,
+        False,
+        False,
+    ]
 
 
 _JSON = st.recursive(

@@ -92,14 +92,16 @@ class AgentdAgent:
             "protocolVersion": methods.PROTOCOL_VERSION,
             "methods": [f"_{m}" for m in EXTENSIONS],
         }
-        meta.update(_provider_model())
+        picked = _provider_model()
+        images = bool(picked.pop("images"))
+        meta.update(picked)
         if host.resume is not None:
             meta["resume"] = {"sessionId": host.resume.session.id, "cwd": str(host.resume.session.cwd)}
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": meta["provider"] != "scripted", "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": images, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": True, "sse": False},
                 "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "additionalDirectories": {}},
             },
@@ -208,13 +210,15 @@ class AgentdAgent:
             raise error_of(exc, name) from None
 
 
-def _provider_model() -> dict[str, str]:
-    """The provider and model the user's configuration picks (a workspace file may change them later)."""
+def _provider_model() -> dict[str, str | bool]:
+    """The provider and model the user's configuration picks (a workspace file may change them later), and
+    whether that model takes images (`images`)."""
     from agentd.config import load_settings
     from agentd.providers.models import DEFAULT_MODELS
 
     try:
         settings = load_settings(None)
-        return {"provider": settings.provider, "model": settings.model or DEFAULT_MODELS[settings.provider]}
+        model = settings.model or DEFAULT_MODELS[settings.provider]
+        return {"provider": settings.provider, "model": model, "images": settings.accepts_images()}
     except Exception:
-        return {"provider": "anthropic", "model": DEFAULT_MODELS["anthropic"]}
+        return {"provider": "anthropic", "model": DEFAULT_MODELS["anthropic"], "images": True}

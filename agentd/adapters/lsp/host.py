@@ -226,17 +226,18 @@ class Connection:
             settings = load_settings(Path(self.roots[0]) if self.roots else None, editor_options=self.init_options,
                                      warnings=warnings)  # fmt: skip
             provider, model = settings.provider, settings.model or DEFAULT_MODELS[settings.provider]
+            images = settings.accepts_images()
         except ConfigError as exc:
             warnings.append(exc.message)
             _, more = lenient_options(self.init_options)
             warnings.extend(more)
-            provider, model = "anthropic", DEFAULT_MODELS["anthropic"]
+            provider, model, images = "anthropic", DEFAULT_MODELS["anthropic"], True
         self.warnings = warnings
         agentd_caps: dict[str, Any] = {
             "protocolVersion": methods.PROTOCOL_VERSION,
             "loadSession": True,
             "sessionCapabilities": {"list": {}, "close": {}, "additionalDirectories": {}},
-            "promptCapabilities": {"image": provider != "scripted", "audio": False, "embeddedContext": True},
+            "promptCapabilities": {"image": images, "audio": False, "embeddedContext": True},
             "modes": True,
             "methods": list(methods.CLIENT_METHODS),
             "provider": provider,
