@@ -3,8 +3,8 @@
 Owns: `find_rg()` (the `rg` of the `ripgrep` wheel installed beside agentd, else `rg` on PATH),
 `RipgrepMissing` (its model-facing text), `RgRun` / `run_rg()` (one rg process in a directory pinned by an
 open file descriptor, with a timeout, killed on asyncio cancellation, its output bounded), the fixed
-flags (`base_flags()`), and the parsers of rg's `--null` output (`parse_lines`, `parse_counts`,
-`parse_paths`). Imports only the standard library; never pygls, lsprotocol, acp or `agentd.adapters`.
+flags (`base_flags()`), and the parsers of rg's `--null` output (`parse_files`, `parse_counts`,
+`parse_paths`: a path runs to its NUL, so no file name can forge a result). Imports only the standard library; never pygls, lsprotocol, acp or `agentd.adapters`.
 
 rg is run with `--no-config` (a user's `RIPGREP_CONFIG_PATH` cannot change the output format),
 `--no-require-git` (`.gitignore` and `.ignore` apply in any workspace, as the issue asks) and never with
@@ -158,12 +158,21 @@ _MATCH_LINE = re.compile(rb"^\d+:", re.M)
 def parse_files(data: bytes) -> dict[bytes, bytes]:
     """The output of `rg --null --line-number --heading` by path: each file's block of lines
     (`N:text` matches, `N-text` context lines) as one `bytes` body, split only when shown (`lines_of`).
-    rg separates files by an empty line, and no output line is empty (each starts with its number)."""
+
+    Read in order, never split on blank lines, so a file name holding newlines (`a\\n\\nb`, `x\\n3:y`)
+    cannot forge a file or a line (break11): a block is its path up to a NUL (a path never holds one),
+    then its lines up to the first empty line (no output line is empty: each starts with its number). A
+    block cut at the end of `data` (rg stopped at the output cap) keeps its whole lines."""
     out: dict[bytes, bytes] = {}
-    for block in data.rstrip(b"\n").split(b"\n\n") if data else ():
-        path, sep, body = block.partition(b"\0")
-        if sep:
-            out[path] = body
+    pos, end = 0, len(data)
+    while pos < end:
+        nul = data.find(b"\0", pos)
+        if nul < 0:
+            break
+        stop = data.find(b"\n\n", nul + 1)
+        stop = stop if stop >= 0 else end
+        out[data[pos:nul]] = data[nul + 1 : stop].rstrip(b"\n")
+        pos = stop + 2
     return out
 
 
@@ -183,12 +192,20 @@ def lines_of(body: bytes) -> list[tuple[int, bool, str]]:
 
 
 def parse_counts(data: bytes) -> dict[bytes, int]:
-    """Matching lines by path, from `rg --count --null` output (`path\\0N` lines)."""
-    out = {}
-    for line in data.split(b"\n"):
-        path, sep, count = line.rpartition(b"\0")
-        if sep and count.isdigit():
-            out[path] = int(count)
+    """Matching lines by path, from `rg --count --null` output (`path\\0N\\n` entries), read in order: a
+    path runs to its NUL (it may hold newlines, break11), the count to the next newline."""
+    out: dict[bytes, int] = {}
+    pos, end = 0, len(data)
+    while pos < end:
+        nul = data.find(b"\0", pos)
+        if nul < 0:
+            break
+        nl = data.find(b"\n", nul + 1)
+        nl = nl if nl >= 0 else end
+        count = data[nul + 1 : nl]
+        if count.isdigit():
+            out[data[pos:nul]] = int(count)
+        pos = nl + 1
     return out
 
 

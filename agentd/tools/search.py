@@ -9,7 +9,9 @@ lsprotocol, acp or `agentd.adapters`.
 
 What a search sees is ripgrep's default view of the workspace: `.gitignore` and `.ignore` files apply,
 hidden files and folders are skipped unless `path` or `glob` names them, binary files are skipped, and no
-symbolic link is followed. A `glob` is relative to the searched folder (`path`) and only narrows that view.
+symbolic link is followed; `.git` is never searched (a path or glob naming it is refused, and nothing in a
+`.git` folder at any depth is a result). File names are shown with control characters and other invisible
+characters escaped (`agentd.text.visible`), so a name cannot forge a result line. A `glob` is relative to the searched folder (`path`) and only narrows that view.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agentd.text import visible
 from agentd.tools import ripgrep
 from agentd.tools.base import StrictInput, Tool, ToolContext, ToolOutput
 from agentd.tools.pages import Page, page_of, render_lines
@@ -42,6 +45,7 @@ def _error(text: str, title: str) -> ToolOutput:
 
 
 def _os_error(raw: str, exc: OSError, title: str) -> ToolOutput:
+    raw = visible(raw, one_line=True)
     if isinstance(exc, FileNotFoundError):
         return _error(f"{raw} does not exist.", title)
     if isinstance(exc, NotADirectoryError):
@@ -190,7 +194,9 @@ def _notes(run: ripgrep.RgRun, walk: Walk) -> list[str]:
         mib = ripgrep.OUTPUT_MAX_BYTES >> 20
         notes.append(f"[the search stopped after {mib} MiB of results; counts are lower bounds: narrow it]")
     if walk.scope.is_file and ripgrep.binary_note(run.stdout):
-        notes.append(f"[{walk.scope.rel} is a binary file; grep searches text files only]")
+        notes.append(
+            f"[{visible(walk.scope.rel, one_line=True)} is a binary file; grep searches text files only]"
+        )
     elif run.rc == 2 and run.stderr.strip():
         first = run.stderr.strip().splitlines()[0]
         notes.append(f"[some files could not be searched: {first.removeprefix('rg: ')}]")
@@ -200,7 +206,7 @@ def _notes(run: ripgrep.RgRun, walk: Walk) -> list[str]:
 def _grep_output(scope: Scope, args: Any, found: Found, notes: list[str], ctx: ToolContext) -> ToolOutput:
     if not found.counts:
         where = f' (glob "{args.glob}")' if args.glob else ""
-        text = f'No matches for "{args.pattern}" in path "{args.path}"{where}.'
+        text = f'No matches for "{args.pattern}" in path "{visible(args.path, one_line=True)}"{where}.'
         return ToolOutput(content="\n".join([text, *notes]), raw_output={"matches": 0, "files": 0})
     paths = sorted(found.counts)  # rg paths sort as the shown paths do: they share one prefix
     page = _grep_page(args, found, paths, scope, ctx)
@@ -301,7 +307,8 @@ class Glob(_SearchTool):
         items = await _newest_first(walk)
         if not items:
             return ToolOutput(
-                content=f'No files match "{args.pattern}" in path "{args.path}".', raw_output={"files": 0}
+                content=f'No files match "{args.pattern}" in path "{visible(args.path, one_line=True)}".',
+                raw_output={"files": 0},
             )
         page = page_of(
             items,

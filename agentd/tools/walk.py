@@ -3,18 +3,21 @@ filter and the unsaved editor buffers inside the scope.
 
 Owns: `Scope` (the model-given path, checked by `agentd.tools.paths`), `Walk` (the rg binary, flags and glob
 filter of one search; `rg_run()`, `opened()`), `QueryError` (ripgrep or the glob rejected the query) and
-`dirty_buffers()` (open editor buffers whose text differs from the file on disk). Imports the standard
-library and `agentd.tools`; never pygls, lsprotocol, acp or `agentd.adapters`.
+`dirty_buffers()` (open editor buffers whose text differs from the file on disk), `in_git_dir()` (`.git`
+is never searched, at any depth, whatever the path or glob) and `special_kind()` (a FIFO, device or socket
+cannot be searched). Imports the standard library, `agentd.text` and `agentd.tools`; never pygls, lsprotocol, acp or `agentd.adapters`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentd.text import visible
 from agentd.tools import ripgrep
 from agentd.tools.base import ToolContext
 from agentd.tools.globs import GlobFilter, InvalidGlob
@@ -39,21 +42,65 @@ class Scope:
 
     @classmethod
     def of(cls, raw: str, ctx: ToolContext) -> Scope:
-        """Raises `PathRefused` (CONTRACTS.md §11)."""
+        """Raises `PathRefused` (CONTRACTS.md §11), `QueryError` for a path in `.git` or one that is
+        neither a regular file nor a folder (a FIFO, a device, a socket)."""
         real = resolve_in_workspace(raw, ctx.workspace, for_write=False)
-        return cls(raw, real, display_path(real, ctx.workspace), real.is_file())
+        rel = display_path(real, ctx.workspace)
+        if in_git_dir(raw) or in_git_dir(rel):
+            raise QueryError(
+                f"{visible(raw, one_line=True)} is inside .git (git's own data), which grep and glob never"
+                " search; use run_command with git (git log, git show, git grep) to look at the history."
+            )
+        kind = special_kind(real)
+        if kind is not None:
+            raise QueryError(
+                f"{visible(raw, one_line=True)} is a {kind}, not a file or a folder: it cannot be searched."
+                " grep and glob search regular files and folders."
+            )
+        return cls(raw, real, rel, real.is_file())
 
-    def shown(self, rg_path: bytes) -> str:
-        """A path rg printed (relative to the scope folder) as the model sees it: workspace-relative."""
+    def relpath(self, rg_path: bytes) -> str:
+        """A path rg printed (relative to the scope folder) as a workspace-relative path, as it is."""
         if self.is_file:
             return self.rel
         rel = os.fsdecode(ripgrep.strip_dot(rg_path))
         return rel if self.rel == "." else f"{self.rel}/{rel}"
 
+    def shown(self, rg_path: bytes) -> str:
+        """The workspace-relative path as the model sees it: control characters, newlines and other
+        invisible characters escaped (`agentd.text.visible`), so a file name cannot forge a result line
+        (break11)."""
+        return visible(self.relpath(rg_path), one_line=True)
+
     def locator(self, ctx: ToolContext) -> Callable[[bytes], str]:
-        """rg path -> absolute path, for `locations` (PROTOCOL.md §7.3: absolute there)."""
+        """rg path -> absolute path, for `locations` (PROTOCOL.md §7.3: absolute there; not escaped)."""
         base = real_roots(ctx.workspace)[0]
-        return lambda rg_path: os.path.join(base, self.shown(rg_path))
+        return lambda rg_path: os.path.join(base, self.relpath(rg_path))
+
+
+def in_git_dir(path: str | bytes) -> bool:
+    """True when `path` (`/`-separated, relative) has a `.git` component: git's own data, never searched
+    (PROTOCOL.md §7.3), whatever `path` or the glob say."""
+    sep, git = (b"/", b".git") if isinstance(path, bytes) else ("/", ".git")
+    return git in path.split(sep)  # type: ignore[arg-type, operator]
+
+
+def special_kind(real: Path) -> str | None:
+    """`named pipe (FIFO)`, `character device`, `block device` or `socket` for such a path, else None
+    (a regular file, a folder, or nothing there)."""
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return None
+    for test, kind in (
+        (stat.S_ISFIFO, "named pipe (FIFO)"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+    ):
+        if test(mode):
+            return kind
+    return None
 
 
 @dataclass
@@ -71,6 +118,11 @@ class Walk:
         """Raises `RipgrepMissing`, `PathRefused`, `QueryError` (a bad glob)."""
         rg = ripgrep.find_rg()
         scope = Scope.of(raw_path, ctx)
+        if glob and in_git_dir(glob.lstrip("!")):
+            raise QueryError(
+                f"The glob {visible(glob, one_line=True)!r} names .git (git's own data), which grep and glob"
+                " never search; use run_command with git to look at the history."
+            )
         try:
             gf = GlobFilter(glob) if glob and not scope.is_file else None
         except InvalidGlob as exc:
@@ -79,7 +131,12 @@ class Walk:
         return cls(rg, scope, flags, gf, ctx)
 
     def keeps(self, rg_path: bytes) -> bool:
-        return self.glob is None or self.glob.matches(os.fsdecode(ripgrep.strip_dot(rg_path)))
+        """Whether a path rg found is a result: never one inside `.git` (at any depth), and only what the
+        glob selects."""
+        rel = ripgrep.strip_dot(rg_path)
+        if in_git_dir(rel):
+            return False
+        return self.glob is None or self.glob.matches(os.fsdecode(rel))
 
     async def rg_run(
         self, args: list[str], cwd_fd: int | None, stdin_fd: int | None = None, *, pattern: str = ""
