@@ -12,15 +12,21 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentd.core.stored import fork_stored, rewind_stored, session_settings, stored_checkpoints
-from agentd.persistence.paths import DataDir
+if TYPE_CHECKING:
+    from agentd.persistence.paths import DataDir
 
 
 def checkpoints_command(args: argparse.Namespace, data_dir: DataDir) -> int:
     """Dispatch `sessions checkpoints | rewind | fork`; returns the exit code. Raises SessionNotFound (3),
     SessionLocked (4), CheckpointError / UsageError (2), StorageError (5)."""
+    from agentd.core.stored import (
+        fork_stored,
+        session_settings,
+        stored_checkpoints,
+    )  # the core: not at start-up
+
     if args.sessions_command == "checkpoints":
         return _list(stored_checkpoints(data_dir, args.id), args.json)
     if args.sessions_command == "fork":
@@ -84,6 +90,8 @@ def _forked(result: dict[str, Any], as_json: bool) -> int:
 
 def _rewind(args: argparse.Namespace, data_dir: DataDir) -> int:
     overwrite: bool | list[str] = True if args.overwrite_all else list(args.overwrite or [])
+    from agentd.core.stored import rewind_stored
+
     ask = None if args.yes or not _tty() else _confirm
     result = asyncio.run(rewind_stored(
         data_dir, args.id, args.to, files=not args.conversation_only, conversation=not args.files_only,

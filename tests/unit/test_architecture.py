@@ -314,3 +314,47 @@ def test_the_terminal_libraries_stay_in_the_terminal_client() -> None:
         if m.startswith("agentd.adapters.tui")
     })  # fmt: skip
     assert importers == [("agentd/cli.py", False)]
+
+
+_AT_INITIALIZE = """
+import json, runpy, sys
+import agentd.adapters.lsp.front as front
+answer, out = front.Link._initialize, sys.argv[1]
+def initialize(self, *args):
+    answer(self, *args)
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump(sorted(sys.modules), fh)
+front.Link._initialize = initialize
+sys.argv = ["agentd"]
+runpy.run_module("agentd", run_name="__main__", alter_sys=True)
+"""
+# Modules the daemon needs only for a session, a turn or the LSP server after `initialize` (issue 16).
+HEAVY_AT_START = ("pygls", "lsprotocol", "cattrs", "anthropic", "openai", "httpx2", "httpx", "mcp", "rich",
+                  "prompt_toolkit", "agentd.core", "agentd.checkpoints", "agentd.mcp", "agentd.providers.anthropic",
+                  "agentd.providers.openai_compat", "agentd.tools.ripgrep", "agentd.tools.shell")  # fmt: skip
+
+
+def test_the_daemon_answers_initialize_before_importing_the_core_the_sdks_or_pygls(tmp_path: Path) -> None:
+    """Issue 16 (`initialize_ms` <= 500): what `python -m agentd` has imported when it writes the
+    `initialize` answer, read from the running process (function-level imports count too: building the
+    argument parser once imported the whole core through `agentd.checkpoints_cli`)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "modules.json"
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "AGENTD_DATA_DIR": str(tmp_path / "data"), "AGENTD_CONFIG_DIR": str(home / ".config/agentd")}  # fmt: skip
+    params = {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}).encode()
+    stop = json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode()
+    frames = b"".join(b"Content-Length: %d\r\n\r\n" % len(b) + b for b in (body, stop))
+    subprocess.run([sys.executable, "-c", _AT_INITIALIZE, str(out)], input=frames, env=env, cwd=tmp_path,
+                   capture_output=True, timeout=120, check=False)  # fmt: skip
+    loaded = json.loads(out.read_text(encoding="utf-8"))
+    assert "agentd.adapters.lsp.front" in loaded
+    assert [
+        m for m in loaded if m in HEAVY_AT_START or m.startswith(tuple(h + "." for h in HEAVY_AT_START))
+    ] == []
