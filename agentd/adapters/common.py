@@ -20,6 +20,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from agentd.images import image_block
 from agentd.permissions.approver import offered_options
 from agentd.protocol import session as ps
 from agentd.text import visible
@@ -45,8 +46,9 @@ class BadPrompt(ValueError):
 def model_blocks(blocks: list[Any], images: bool) -> list[dict[str, Any]]:
     """Prompt content blocks (`agentd.protocol.session.ContentBlock` models) as Messages API blocks: text as
     is, a resource link as a line naming it, an embedded text resource in a fenced block headed by its URI,
-    an image as base64. Raises BadPrompt for audio, binary blobs, images the model does not take, and a
-    prompt with no content."""
+    an image as base64. Raises BadPrompt for audio, binary blobs, images the model does not take, an image
+    the model API refuses (`agentd.images`: not JPEG/PNG/GIF/WebP bytes, bad base64, too large; break11) and
+    a prompt with no content."""
     out: list[dict[str, Any]] = []
     for i, b in enumerate(blocks):
         loc = f"prompt.{i}"
@@ -70,9 +72,10 @@ def model_blocks(blocks: list[Any], images: bool) -> list[dict[str, Any]]:
         elif isinstance(b, ps.ImageBlock):
             if not images:
                 raise BadPrompt("the model takes no images; send text instead", loc)
-            out.append(
-                {"type": "image", "source": {"type": "base64", "media_type": b.mime_type, "data": b.data}}
-            )
+            block, refused = image_block(b.mime_type, b.data)
+            if block is None:
+                raise BadPrompt(f"{refused}; send a JPEG, PNG, GIF or WebP image as base64", loc)
+            out.append(block)
         else:
             raise BadPrompt("audio prompts are not supported; send text instead", loc)
     if not out:

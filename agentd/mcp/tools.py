@@ -8,9 +8,11 @@ jsonschema (an `mcp` dependency) and `agentd.tools`/`agentd.mcp.connection`; nev
 
 Result mapping (sized like other tool outputs: text beyond `tools.output_max_bytes` keeps its head and tail
 around the truncation marker): text as is; a resource link as `[resource: <name> <uri> - <description>]`;
-an embedded text resource as its URI and text; an image as an image block next to the text (at most
-`IMAGES_MAX` of at most `IMAGE_MAX_BYTES` each, else a line saying it was left out); audio and binary
-resources as a line naming their type and size; `structuredContent` as JSON when there is no content.
+an embedded text resource as its URI and text; an image (or an embedded image blob) as an image block next
+to the text when the model API takes it (`agentd.images`: JPEG, PNG, GIF or WebP bytes, valid base64, within
+the API's limits; at most `IMAGES_MAX` of at most `IMAGE_MAX_BYTES` each), else a line saying what was left
+out and why, so the log never holds a block the API refuses (break11); audio and other binary resources as a
+line naming their type and size; `structuredContent` as JSON when there is no content.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from agentd.images import image_block
+from agentd.images import note as images_note
 from agentd.mcp.connection import MCPCallError, MCPConnection
+from agentd.text import visible
 from agentd.tools.base import Preview, StrictInput, Tool, ToolContext, ToolOutput, model_text
 
 NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
@@ -116,30 +121,20 @@ def map_result(result: Any, max_bytes: int) -> ToolOutput:
         kind = getattr(item, "type", "")
         if kind == "text":
             texts.append(item.text)
-        elif kind == "image" and len(images) < IMAGES_MAX and len(item.data) <= IMAGE_MAX_BYTES:
-            images.append(
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": item.mime_type, "data": item.data},
-                }
-            )
         elif kind == "image":
+            _add_image(str(item.mime_type or ""), str(item.data or ""), images, texts)
+        elif kind == "audio":
+            size = len(str(item.data or "")) * 3 // 4
             texts.append(
-                f"[image {item.mime_type}, {len(item.data) * 3 // 4} bytes: left out (too many or too large)]"
+                f"[audio {_shown(item.mime_type)}, {size} bytes: not shown (the model takes no audio)]"
             )
         elif kind == "resource_link":
             desc = f" - {item.description}" if getattr(item, "description", None) else ""
             texts.append(f"[resource: {item.name} {item.uri}{desc}]")
         elif kind == "resource":
-            res = item.resource
-            body = getattr(res, "text", None)
-            texts.append(
-                f"[resource {res.uri}]\n{body}"
-                if body is not None
-                else f"[resource {res.uri}: {getattr(res, 'mime_type', None) or 'binary'}, not shown]"
-            )
+            _add_resource(item.resource, images, texts)
         else:
-            texts.append(f"[{kind or 'unknown'} content: not shown]")
+            texts.append(f"[{_shown(kind) or 'unknown'} content: not shown]")
     if not texts and not images and getattr(result, "structured_content", None) is not None:
         texts.append(json.dumps(result.structured_content, ensure_ascii=False, sort_keys=True))
     text = model_text("\n".join(texts), max_bytes=max_bytes) or ("(no output)" if not images else "")
@@ -153,3 +148,34 @@ def map_result(result: Any, max_bytes: int) -> ToolOutput:
             "images": len(images),
         },
     )
+
+
+def _shown(value: Any) -> str:
+    return visible(str(value or ""), one_line=True)[:100]
+
+
+def _add_image(media_type: str, data: str, images: list[dict[str, Any]], texts: list[str]) -> None:
+    """An image block when the model API takes it (`agentd.images`) and there is room, else a note."""
+    if len(images) >= IMAGES_MAX or len(data) > IMAGE_MAX_BYTES:
+        why = f"at most {IMAGES_MAX} images of {IMAGE_MAX_BYTES >> 10} KiB of base64 each are kept per result"
+        texts.append(images_note(_shown(media_type), data, why))
+        return
+    block, note = image_block(media_type, data)
+    if block is not None:
+        images.append(block)
+    else:
+        texts.append(note or "")
+
+
+def _add_resource(res: Any, images: list[dict[str, Any]], texts: list[str]) -> None:
+    """An embedded resource: its text under its URI; an image blob as an image; other blobs as a note."""
+    body = getattr(res, "text", None)
+    mime = str(getattr(res, "mime_type", None) or "")
+    if body is not None:
+        texts.append(f"[resource {res.uri}]\n{body}")
+    elif mime.startswith("image/"):
+        texts.append(f"[resource {res.uri}: an image]")
+        _add_image(mime, str(getattr(res, "blob", "") or ""), images, texts)
+    else:
+        size = len(str(getattr(res, "blob", "") or "")) * 3 // 4
+        texts.append(f"[resource {res.uri}: {_shown(mime) or 'binary'}, {size} bytes, not shown]")

@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from agentd.clock import Clock, SystemClock
 from agentd.errors import ContextExceeded, ProviderError
+from agentd.images import request_safe
 from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage, is_local
 from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 
@@ -414,10 +415,13 @@ class MessageAccumulator:
 
 
 def wire_body(request: ModelRequest) -> dict[str, Any]:
-    """The Messages API body of `request`, messages reduced to `role` and `content`."""
+    """The Messages API body of `request`, messages reduced to `role` and `content`, and every image the API
+    would refuse replaced by a note (`agentd.images.request_safe`: a log written before that rule may
+    hold one, break11)."""
     body = request.body()
     if any(set(m) - set(MESSAGE_KEYS) for m in request.messages):
         body["messages"] = [{k: m[k] for k in MESSAGE_KEYS if k in m} for m in request.messages]
+    body["messages"] = request_safe(body["messages"])
     return body
 
 

@@ -53,6 +53,7 @@ from urllib.parse import urlparse
 
 from agentd.clock import Clock, SystemClock
 from agentd.errors import ContextExceeded, ProviderError
+from agentd.images import request_safe
 from agentd.providers.anthropic import (
     READ_TIMEOUT_S,
     REQUEST_TIMEOUT_S,
@@ -258,7 +259,9 @@ def chat_body(
     """The streamed chat-completions body of `request` (without `stream`; `stream_options.include_usage` set).
     `reminder_role`: where request-only reminders go ("system": a system message at the tail; "user": in the
     final user message, as the Messages API gets them)."""
-    messages = to_chat_messages(request.system, request.messages, request.reminder_blocks, reminder_role)
+    messages = to_chat_messages(
+        request.system, request_safe(request.messages), request.reminder_blocks, reminder_role
+    )
     body: dict[str, Any] = {"model": model, "messages": messages}
     if request.tools:
         body["tools"] = to_chat_tools(request.tools)

@@ -27,6 +27,7 @@ from agentd.permissions.approver import QueueApprover
 from agentd.persistence.paths import DataDir
 from agentd.providers.scripted import ScriptedProvider
 from agentd.sandbox.status import detect
+from tests.mcp_servers.demo import PNG
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = {"command": sys.executable, "args": ["-m", "tests.mcp_servers.demo"], "env": {"PYTHONPATH": str(REPO)}}
@@ -119,7 +120,7 @@ async def test_listed_called_through_an_approval_audited_and_mapped(start: Any, 
     assert run.results(1) == ["hello"]
     assert run.results(2) == [[
         {"type": "text", "text": "a picture\n[resource: pic.png file:///tmp/pic.png - the file]"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
     ]]  # fmt: skip
     failed = run.provider.requests[3]["messages"][-1]["content"][0]
     assert (failed["is_error"], failed["content"]) == (True, "Error executing tool fail")

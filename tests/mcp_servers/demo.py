@@ -8,14 +8,13 @@ result). With `DEMO_FAIL_START=1` it writes to stderr and exits before serving."
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import sys
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ImageContent, ResourceLink, TextContent
 
-PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a")).decode()
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgAAIAAAUAAXpeqz8AAAAASUVORK5CYII="  # a 1x1 PNG: the model API takes only whole images
 
 server = MCPServer("demo")
 

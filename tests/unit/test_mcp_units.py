@@ -33,17 +33,29 @@ def test_result_mapping() -> None:
             NS(type="resource_link", name="a.txt", uri="file:///a.txt", description=None),
             NS(type="resource", resource=NS(uri="mem://n", text="note body")),
             NS(type="resource", resource=NS(uri="mem://b", mime_type="application/zip")),
-            NS(type="image", data="QUJD", mime_type="image/png"),
+            NS(
+                type="image",
+                data="iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgAAIAAAUAAXpeqz8AAAAASUVORK5CYII=",
+                mime_type="image/png",
+            ),
             NS(type="audio", data="QUJD", mime_type="audio/wav"),
         ],
     )
     out = map_result(result, 1000)
     assert out.content == (
         "hello\n[resource: a.txt file:///a.txt]\n[resource mem://n]\nnote body\n"
-        "[resource mem://b: application/zip, not shown]\n[audio content: not shown]"
+        "[resource mem://b: application/zip, 0 bytes, not shown]\n"
+        "[audio audio/wav, 3 bytes: not shown (the model takes no audio)]"
     )
     assert out.images == [
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}
+        {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": "image/png",
+                "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgAAIAAAUAAXpeqz8AAAAASUVORK5CYII=",
+            },
+        }
     ]
     big = map_result(
         NS(is_error=True, structured_content=None, content=[NS(type="text", text="x" * 5000)]), 1000
