@@ -139,6 +139,7 @@ class MCPConnection:
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._errlog: IO[str] | None = None
+        self._closing: set[asyncio.Task[None]] = set()  # abandoned starts still cleaning up
 
     def _transport(self) -> Any:
         if self.spec.url is not None:
@@ -198,7 +199,8 @@ class MCPConnection:
             why = (
                 f"no answer within {self.start_timeout_s:g} s" if isinstance(exc, TimeoutError) else _why(exc)
             )
-            await self.stop()
+            ready.cancel()  # a late answer or error of the abandoned start is dropped, never left unretrieved
+            self._abandon()
             tail = _tail(self._errlog)
             self.state, self.error = "failed", why + (f"; stderr: {tail}" if tail else "")
             if isinstance(exc, asyncio.CancelledError):
@@ -260,8 +262,22 @@ class MCPConnection:
                 dead=True,
             ) from None
 
+    def _abandon(self) -> None:
+        """Give up a start that failed or timed out without waiting for it: its task is cancelled and
+        cleans up in the background (the SDK closes stdin, then terminates the process tree); `stop()`
+        waits for it later. So a server that never answers costs its start no more than the timeout."""
+        task, self._task = self._task, None
+        if self._stop is not None:
+            self._stop.set()
+        if task is not None and not task.done():
+            task.cancel()
+            task.add_done_callback(_retrieve)
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
     async def stop(self, *, keep_state: bool = False) -> None:
-        """Stop the server (the SDK closes stdin, then terminates the process tree) and wait for it."""
+        """Stop the server (the SDK closes stdin, then terminates the process tree) and wait for it (and
+        for any abandoned start)."""
         task, stop = self._task, self._stop
         self._task = None
         if stop is not None:
@@ -273,6 +289,9 @@ class MCPConnection:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+        for old in list(self._closing):
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(old), STOP_WAIT_S)
         if not keep_state and self.state in ("running", "starting"):
             self.state = "stopped"
         if self._tmpdir is not None:  # the private temporary folder of a sandbox-exec start (macOS)
@@ -285,6 +304,12 @@ class MCPConnection:
             self._stop.set()
         if self.state in ("running", "starting"):
             self.state = "stopped"
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """Mark an abandoned task's outcome as seen (no "exception was never retrieved" on stderr)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _client_info() -> Any:
