@@ -2,7 +2,9 @@
 
 `AGENTD_FAILPOINTS="name=action[,name=action@N]"`. Actions: `kill` (SIGKILL self), `kill-mid-write`
 (the caller writes half its pending bytes, flushes, fsyncs, then this kills), `raise`
-(raises `FailpointError`). A suffix `@N` fires on the Nth hit only.
+(raises `FailpointError`), `stamp` (appends `name detail monotonic-seconds` as one line to the file named by
+`AGENTD_FAILPOINT_STAMPS`: when the daemon passed the point, for latency measurements; `time.monotonic()` is
+one clock for every process of the machine). A suffix `@N` fires on the Nth hit only.
 Every point a test may name is in `POINTS`; `hit()` of an unregistered name is a bug (ValueError).
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 POINTS = frozenset(
     {
@@ -72,10 +75,21 @@ def kill_now() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def hit(name: str) -> None:
-    """Fire the failpoint `name` if configured: `kill` kills, `raise` raises; other actions are the caller's."""
+def hit(name: str, detail: str = "") -> None:
+    """Fire the failpoint `name` if configured: `kill` kills, `raise` raises, `stamp` records the moment
+    (with `detail`, e.g. a tool call's id); other actions are the caller's."""
     act = action(name)
     if act == "kill":
         kill_now()
     elif act == "raise":
         raise FailpointError(f"failpoint {name}")
+    elif act == "stamp":
+        _stamp(name, detail)
+
+
+def _stamp(name: str, detail: str) -> None:
+    path = os.environ.get("AGENTD_FAILPOINT_STAMPS")
+    if path:
+        line = f"{name} {detail or '-'} {time.monotonic():.6f}\n"
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line)

@@ -150,6 +150,11 @@ class Journal:
         """Rewrite meta.json with `fields` changed (temp file, fsync, rename). Raises StorageError."""
         return self._store.update_meta(**fields)
 
+    async def save_meta(self, **fields: Any) -> dict[str, Any]:
+        """`update_meta` in a durability thread (`off_loop`), so its fsyncs never block the event loop.
+        meta.json is a summary of the log, never what an update waits for. Raises StorageError."""
+        return await off_loop(self._store.update_meta, **fields)
+
     # ---- reading -----------------------------------------------------------------------------------
     @property
     def store(self) -> SessionStore:

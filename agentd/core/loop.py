@@ -72,6 +72,7 @@ class Turn:
         prompt_id = new_message_id()
         await self.checkpoint("prompt", message_id=prompt_id, text=_title_of(prompt_blocks))
         prompt_id, prompt_blocks = self.start(prompt_blocks, prompt_id)
+        await s.save_meta()  # a crash in this turn still leaves the title and turn count in meta.json
         stop = "max_turn_requests"
         answered = False  # did the model answer any of this prompt (a reply stored)?
         try:
@@ -98,7 +99,7 @@ class Turn:
             s.state = "idle"
             await self.end_checkpoint()
             try:
-                s.update_meta()
+                await s.save_meta()
             except AgentdError as exc:  # never hide the error that ended the turn behind a meta.json one
                 log.warning("session %s: meta.json not updated: %s", s.id, exc.message)
         s.hooks.on_turn_end(stop)
@@ -122,8 +123,8 @@ class Turn:
     # ---- start ---------------------------------------------------------------------------------------
     def start(self, prompt_blocks: list[Block], prompt_id: str) -> tuple[str, list[Block]]:
         """Persist, then apply: synthetic results for open tool_uses (audited as interrupted), the notes
-        owed to the model (H3), the prompt (`prompt_id` its messageId); the title on the first turn;
-        meta.json (CONTRACTS.md §9). Returns the prompt's messageId and blocks as stored."""
+        owed to the model (H3), the prompt (`prompt_id` its messageId); the title on the first turn (`run`
+        then refreshes meta.json, CONTRACTS.md §9). Returns the prompt's messageId and blocks as stored."""
         s = self.s
         prompt_blocks = scrub_surrogates(prompt_blocks)  # e.g. undecodable bytes on argv (H19)
         synthetic = s.synthetic_results()
@@ -139,7 +140,6 @@ class Turn:
         s.turns += 1
         if s.title is None:
             s.set_title(_title_of(prompt_blocks))
-        s.update_meta()  # a crash in this turn still leaves the title and turn count in meta.json
         return prompt_id, prompt_blocks
 
     def failed(self, prompt_id: str, prompt_blocks: list[Block], answered: bool, exc: Exception) -> None:

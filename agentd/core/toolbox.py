@@ -161,7 +161,7 @@ class Toolbox:
         except Exception as exc:
             log.exception("tool %s failed", call.name)
             out = ToolOutput(content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
-        failpoints.hit("loop.after_tool_exec")
+        failpoints.hit("loop.after_tool_exec", f"{self.session_id}/{call.id}")
         self.hooks.after_tool(call.name, out)
         return out
 

@@ -6,9 +6,14 @@ one conversation per session (TESTING.md §3.3 `conversations`), instant replies
 workspace holding an `a.txt` with a token only it knows; every session's turn is: the model calls
 `read_file a.txt`, then answers `done-<i>`. All turns start together.
 
-- notify latency: from the emulator's last byte of the reply carrying the tool_use to the editor's
-  receipt of that tool call's `completed` update (reading a one-line file, persisting the assistant
-  message, the audit record, `tool_started` and the result on the way: persist before notify).
+- notify latency (`notify_p50_ms`, `notify_p99_ms`, the issue's "a tool's completion reaches the editor"):
+  from the moment the tool returned in the daemon (the `loop.after_tool_exec` failpoint's `stamp`, with the
+  tool call's id) to the editor's receipt of that call's `completed` update: persisting the result and
+  its `tool_call` record, the fsync that covers them (persist before notify), the frame's encoding and write,
+  and whatever else the loop runs meanwhile for the other 49 turns.
+- `reply_notify_p50_ms`, `reply_notify_p99_ms`: the wider span from the emulator's last byte of the reply
+  carrying the tool_use to the same update (parsing the reply, persisting the assistant message, the audit
+  record and `tool_started` and their fsyncs, the permission check, reading the one-line file).
 - cross talk: a session whose request, updates or final text carry another session's token or miss its own.
 - idle_session_kib: the daemon's RSS growth per session, sessions loaded and idle after their turn.
 """
@@ -48,8 +53,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
-async def concurrent_turns(base: Path, sessions: int = 50) -> dict[str, Any]:
-    """Run `sessions` turns at once in one daemon; the figures of the module docstring plus `stderr`."""
+async def concurrent_turns(
+    base: Path, sessions: int = 50, extra_env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run `sessions` turns at once in one daemon (`extra_env` added to its environment); the figures of the
+    module docstring."""
     key = canary_key()
     root = base / "workspaces"
     tokens = [f"token-{i}-{secrets.token_hex(6)}" for i in range(sessions + 1)]
@@ -57,7 +65,10 @@ async def concurrent_turns(base: Path, sessions: int = 50) -> dict[str, Any]:
         (root / f"ws{i:03d}").mkdir(parents=True)
         (root / f"ws{i:03d}" / "a.txt").write_text(token + "\n", encoding="utf-8")
     emu = await EmulatorProc.start(_scenario(sessions), base / "scenario.json")
-    daemon = await Daemon.spawn(isolated_env(base, key, ANTHROPIC_BASE_URL=emu.url), stderr=base / "stderr")
+    stamps = base / "stamps"
+    env = isolated_env(base, key, ANTHROPIC_BASE_URL=emu.url, AGENTD_FAILPOINTS="loop.after_tool_exec=stamp",
+                       AGENTD_FAILPOINT_STAMPS=str(stamps), **(extra_env or {}))  # fmt: skip
+    daemon = await Daemon.spawn(env, stderr=base / "stderr")
     try:
         await daemon.initialize(root, {"model": MODEL})
         warm = await daemon.new_session(root / f"ws{sessions:03d}")  # imports and the HTTP client, once
@@ -75,12 +86,16 @@ async def concurrent_turns(base: Path, sessions: int = 50) -> dict[str, Any]:
         await daemon.stop()
         await emu.stop()
     ended = sum(1 for r in replies if r.get("result", {}).get("stopReason") == "end_turn")
-    latencies = _latencies(journal, daemon, sids)
+    latencies = _notify_latencies(_tool_done(stamps), daemon, sids)
+    wide = _latencies(journal, daemon, sids)
     return {
         "sessions_concurrent": ended,
         "cross_talk": _cross_talk(journal, daemon, sids, tokens),
-        "notify_p50_ms": round(statistics.median(latencies), 1) if latencies else None,
-        "notify_p99_ms": round(percentile(latencies, 0.99), 1) if latencies else None,
+        "notify_p50_ms": _ms(statistics.median, latencies),
+        "notify_p99_ms": _ms(lambda v: percentile(v, 0.99), latencies),
+        "notify_measured": len(latencies),
+        "reply_notify_p50_ms": _ms(statistics.median, wide),
+        "reply_notify_p99_ms": _ms(lambda v: percentile(v, 0.99), wide),
         "idle_session_kib": round((rss - rss0) / sessions),
         "daemon_alive_after_load": stderr_ok,
         "key": key,
@@ -95,6 +110,32 @@ def _conversation(entry: dict[str, Any]) -> int | None:
                 return int(part[:3])
             return None
     return None
+
+
+def _ms(stat: Any, values: list[float]) -> float | None:
+    return round(stat(values), 1) if values else None
+
+
+def _tool_done(stamps: Path) -> dict[str, float]:
+    """`session/toolCallId` -> the monotonic time its tool returned in the daemon (the failpoint's stamps)."""
+    out: dict[str, float] = {}
+    if stamps.exists():
+        for line in stamps.read_text(encoding="utf-8").splitlines():
+            name, call_id, at = line.split(" ")
+            if name == "loop.after_tool_exec":
+                out[call_id] = float(at)
+    return out
+
+
+def _notify_latencies(done: dict[str, float], daemon: Daemon, sids: list[str]) -> list[float]:
+    """Per session: ms from its tool's return in the daemon to the editor's receipt of its `completed`."""
+    out = []
+    for sid in sids:
+        for u in daemon.updates.get(sid, []):
+            key = f"{sid}/{u.update.get('toolCallId')}"
+            if u.update.get("status") == "completed" and key in done:
+                out.append((u.at - done[key]) * 1000)
+    return out
 
 
 def _latencies(journal: list[dict[str, Any]], daemon: Daemon, sids: list[str]) -> list[float]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from acp.agent.connection import AgentSideConnection
 
+from agentd import loopwatch
 from agentd.adapters.acp.agent import AgentdAgent
 from agentd.adapters.acp.host import AcpHost
 from agentd.adapters.acp.transport import MAX_LINE, LineTransport
@@ -46,6 +47,7 @@ def serve(data_dir: DataDir, *, data_dir_error: str | None = None, resume: str |
 
 
 async def _serve(data_dir: DataDir, fd: int, data_dir_error: str | None, resume: str | None) -> int:
+    loopwatch.watch()
     reader = await stdin_reader(MAX_LINE + 1)
     writer = await stdout_writer(fd)
     transport = LineTransport(reader, writer, REQUESTS, NOTIFICATIONS)

@@ -35,6 +35,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentd import loopwatch
 from agentd.adapters.lsp.errors import too_deep
 from agentd.adapters.lsp.front import Link
 from agentd.adapters.stdio import (  # noqa: F401 (re-exported for the tests)
@@ -167,6 +168,7 @@ TTY_HINT = (
 
 
 async def _serve_stdio(daemon: Daemon, fd: int) -> int:
+    loopwatch.watch()
     writer = await stdout_writer(fd)
     link = Link(daemon, writer)
     conn = link.conn
@@ -194,6 +196,7 @@ async def _serve_sockets(
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    loopwatch.watch(loop)
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.set_exception_handler(_quiet_resource_errors)
     _raise_fd_limit()
