@@ -128,7 +128,8 @@ async def test_shell_startup_files_and_stores_when_the_workspace_holds_home(
         run_timeout_s=20,
         launcher=Launcher("required", detect(), policy),
     )
-    before = {p: (box.home / p).read_bytes() for p in listing(box.home) if (box.home / p).is_file()}
+    names = listing(box.home)
+    before = {p: (box.home / p).read_bytes() for p in names if (box.home / p).is_file()}
     out = await auto_run(
         "echo evil >> .bashrc; echo evil > .zshrc; echo evil > .profile; mkdir -p .config/fish; "
         "echo evil > .config/fish/config.fish; echo key >> .ssh/authorized_keys; mkdir -p .aws; "
@@ -139,7 +140,7 @@ async def test_shell_startup_files_and_stores_when_the_workspace_holds_home(
     )
     after = {p: (box.home / p).read_bytes() for p in listing(box.home) if (box.home / p).is_file()}
     assert after == {**before, "notes.txt": b"ok\n"}, out.content
-    assert listing(box.home) == sorted([*listing(box.home)]) and not (box.home / ".aws").exists()
+    assert listing(box.home) == sorted([*names, "notes.txt"])  # no stand-in left behind
 
 
 async def test_editor_configuration(bwrap_ok: SandboxStatus, box: Box) -> None:
