@@ -62,7 +62,7 @@ def _wrap(threshold: float) -> None:
             cpu = time.thread_time() - cpu0
             log.warning("%s%.1f ms wall, %.1f ms CPU: %s", PREFIX, wall * 1000, cpu * 1000, _what(handle))
 
-    asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
 
 
 def _what(handle: Any) -> str:
@@ -79,7 +79,7 @@ def _what(handle: Any) -> str:
 
 def _stack(task: asyncio.Task[Any]) -> list[Any]:
     """The task's coroutine chain, outermost first (the `cr_await` links; `get_stack` gives one frame)."""
-    out = []
+    out: list[Any] = []
     coro: Any = task.get_coro()
     while coro is not None and len(out) < 30:
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
