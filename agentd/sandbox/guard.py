@@ -118,7 +118,8 @@ def created(
     queue: deque[tuple[str, int, bool]] = deque()
     for root in roots:
         st = os.stat(root)
-        queue.append((str(root), st.st_dev, False))
+        if (st.st_dev, st.st_ino) in before.visited:  # else its listing is unknown: nothing to judge
+            queue.append((str(root), st.st_dev, False))
     deadline = time.monotonic() + budget_s
     while queue:
         if time.monotonic() > deadline:
@@ -209,7 +210,7 @@ class Guard:
         self._base, self._after = policy, after
         self._skip = (*policy.hidden, *policy.hidden_files)
         self._roots = [w for w in policy.writable if w.is_dir()]
-        self._survey = survey(self._roots, self._skip)
+        self._survey = survey(self._roots, self._skip, WALK_BUDGET_S)
         self._held: list[Path] = []
         self.moved = 0  # protected paths the command created, moved away by finish()
         binds = [p for p in self._survey.found if not _skipped(p, self._skip)]
@@ -253,7 +254,7 @@ class Guard:
         return notes
 
     def _check(self) -> list[str]:
-        made, whole = created(self._survey, self._roots, self._skip)
+        made, whole = created(self._survey, self._roots, self._skip, WALK_BUDGET_S)
         notes = [self._quarantine(p) for p in made]
         if not (self._survey.complete and whole) or self.unguarded:
             notes.append(

@@ -199,3 +199,8 @@ async def test_git_commit_says_how_to_ask(bwrap_ok: SandboxStatus, box: Box) -> 
     out = await auto_run(command, box.ctx("required"), box)
     assert 'sandbox = "required"' in out.content and "ask the user to run it" in out.content, out.content
     assert "No commits yet" in git(box.ws, "status")
+    tool, ctx = RunCommand(), box.ctx("auto")  # the way it names: a question, even in mode auto
+    args, _ = validate_input(tool, {"command": command, "unsandboxed": True})
+    gate = Gate(mode="auto", roots=[box.ws], protected=box.protected(), line_writer=lambda _l: None)
+    decision = await gate.decide("run_command", args, await tool.preview(args, ctx), "toolu_2")
+    assert (decision.rule, decision.detail) == ("unsandboxed", "no terminal to ask"), decision

@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+import agentd.sandbox.guard as guard_module
 from agentd.permissions.protected import ANYWHERE, ProtectedPaths
 from agentd.sandbox import build_policy
 from agentd.sandbox.guard import STAND_INS, Guard, created, readonly_hint, survey
@@ -46,8 +49,10 @@ def test_created_tells_new_from_moved_and_from_unknown(tmp_path: Path) -> None:
         ["keep/.vscode", "n/e/w/.git"],
         True,
     )
-    partial = survey([tmp_path], skip=(), budget_s=0.0)
-    assert not partial.complete and created(partial, [tmp_path], skip=(), budget_s=0.0) == ([], False)
+    assert created(before, [tmp_path], skip=(), budget_s=-1.0) == ([], False)
+    partial = survey([tmp_path], skip=(), budget_s=-1.0)
+    assert not partial.complete
+    assert created(partial, [tmp_path], skip=()) == ([], True)  # the existing .vscode is not judged new
 
 
 def test_stand_ins_are_shared_and_never_remove_someone_elses_file(tmp_path: Path) -> None:
@@ -116,3 +121,21 @@ def test_seatbelt_denies_protected_names_and_fixed_paths_even_when_absent() -> N
 def test_the_readonly_hint_says_how_to_ask() -> None:
     assert "unsandboxed: true" in readonly_hint(False) and ".vscode" in readonly_hint(False)
     assert 'sandbox = "required"' in readonly_hint(True) and "ask the user" in readonly_hint(True)
+
+
+def test_a_tree_beyond_the_budget_or_the_bind_cap_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """break12: a workspace too large to walk within the budget (100k folders on a loaded machine), or
+    with more protected paths than bubblewrap can bind, is not silently half-guarded: the result says so."""
+    ws = tmp_path / "ws"
+    make(ws, "a/.git/", "b/.git/", "c/src/")
+    p = ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", tmp_path / "data")
+    monkeypatch.setattr(guard_module, "MAX_BINDS", 1)
+    capped = Guard(build_policy([ws], p))
+    assert len(capped.policy().readonly) == 1 and capped.unguarded
+    assert any("too large" in n for n in capped.finish())
+    monkeypatch.setattr(guard_module, "MAX_BINDS", 512)
+    monkeypatch.setattr(guard_module, "WALK_BUDGET_S", -1.0)
+    slow = Guard(build_policy([ws], p))
+    assert [n for n in slow.finish() if "too large" in n] and sorted(os.listdir(ws)) == ["a", "b", "c"]
