@@ -268,8 +268,12 @@ class Guard:
         root = next((r for r in self._roots if r in path.parents), path.parent)
         rel = path.relative_to(root)
         top = self._base.quarantine or Path(tempfile.gettempdir()) / f"agentd-quarantine-{os.getuid()}"
-        dest = top / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}" / rel
+        stamp = top / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+        dest = stamp / rel
         try:
+            top.mkdir(mode=0o700, parents=True, exist_ok=True)
+            stamp.mkdir(mode=0o700)  # 0700 like every folder of the data dir (docs/sessions.md)
+            os.chmod(stamp, 0o700)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(path), str(dest))
         except OSError as exc:
