@@ -5,7 +5,15 @@ Owns: the active message list (append-only API), token accounting for it, the co
 
 Messages are Messages-API dicts with block-list content. Appending a user message right after another
 user message merges them (tool_results first), so the history always alternates. Appended messages are
-deep-copied and never mutated afterwards, so serialising the same history always yields the same bytes.
+deep-copied and never mutated afterwards (a merge replaces the last message by a new one), so serialising the
+same history always yields the same bytes.
+
+Cost per request independent of the history's length (issue 16): the Context keeps what a request needs as
+the history grows, in `_Index`: the flat view of the content blocks, the estimated tokens of each block
+(counted once, when first needed) as running sums, and the validator's checked prefix
+(`agentd.core.validate.Checked`). A request's message list is a new list of the stored messages themselves
+(shared, never copied); only the few messages whose blocks get a breakpoint are copied, with those blocks.
+A compression rebuilds the index once.
 
 Breakpoints: `to_request()` marks the stable prefix and up to 3 history blocks as the session's `Planner`
 decides (agentd.core.breakpoints: placement and the `cache.ttl` policy, explained there). The Context tells
@@ -15,13 +23,16 @@ the planner when a user prompt arrives, when the history is replaced and what th
 from __future__ import annotations
 
 import copy
+import itertools
+import math
 import time
 from collections.abc import Callable
 from typing import Any
 
 from agentd.core.breakpoints import TTL, Planner, TtlMode, cache_control
 from agentd.core.compaction import CompactionState
-from agentd.core.tokens import Estimator, estimate_request
+from agentd.core.tokens import Estimator, estimate_request, estimate_tokens
+from agentd.core.validate import Checked
 from agentd.providers.base import ModelRequest, Usage
 
 Message = dict[str, Any]
@@ -38,6 +49,40 @@ def _eligible(block: Block) -> bool:
     if block.get("type") == "text":
         return bool(block.get("text"))
     return block.get("type") in ("tool_use", "tool_result", "image", "document")
+
+
+class _Index:
+    """The flat view of a history's content blocks, kept as the history changes (issue 16).
+
+    `flat[k]`: (message, block) of flat block k; `starts[i]`: the flat index of message i's first block;
+    `cum[k]`: estimated tokens (uncalibrated, `estimate_tokens`) of flat blocks [0, k), known for the first
+    `len(cum) - 1` blocks and extended when asked (`tokens`); `checked`: the validator's checked prefix."""
+
+    def __init__(self) -> None:
+        self.flat: list[tuple[int, int]] = []
+        self.starts: list[int] = []
+        self.cum: list[int] = [0]
+        self.checked = Checked()
+
+    def append(self, i: int, msg: Message) -> None:
+        self.starts.append(len(self.flat))
+        self.flat.extend((i, j) for j in range(len(msg["content"])))
+
+    def pop(self) -> None:
+        """Forget the last message (its blocks, their estimates; the checked prefix when it reached it)."""
+        start = self.starts.pop()
+        del self.flat[start:]
+        del self.cum[start + 1 :]
+        if self.checked.count > len(self.starts) - 1:
+            self.checked = Checked()
+
+    def tokens(self, messages: list[Message], upto: int) -> int:
+        """Estimated tokens of flat blocks [0, upto)."""
+        cum = self.cum
+        for k in range(len(cum) - 1, upto):
+            i, j = self.flat[k]
+            cum.append(cum[-1] + estimate_tokens(messages[i]["content"][j]))
+        return cum[upto]
 
 
 class Context:
@@ -62,7 +107,7 @@ class Context:
         """Back to an empty history with a fresh planner and estimator, as a newly built Context (a
         conversation rewind replays the branch it goes back to into it, issue 13)."""
         self._messages: list[Message] = []
-        self._nblocks = 0  # content blocks in _messages, kept current by every mutation
+        self._index = _Index()  # kept current by every mutation (issue 16)
         self._tool_use_ids: set[str] = set()  # every tool_use id stored so far (compacted ones included)
         self.planner = Planner(self._ttl, self._now)
         self.estimator = Estimator()
@@ -105,11 +150,8 @@ class Context:
         results = [b for b in merged if b.get("type") == "tool_result"]
         others = [b for b in merged if b.get("type") != "tool_result"]
         if merge:
-            self._messages[-1] = {"role": "user", "content": results + others}
-            self._nblocks += len(blocks)
-        else:
-            self._messages.append({"role": "user", "content": results + others})
-            self._nblocks += len(blocks)
+            self._pop()
+        self._append({"role": "user", "content": results + others})
 
     def add_assistant(
         self, blocks: list[Block], extra: dict[str, Any] | None = None, *, adopt: bool = False
@@ -124,15 +166,13 @@ class Context:
         msg: Message = {"role": "assistant", "content": blocks}
         if extra:
             msg.update(extra if adopt else copy.deepcopy(extra))
-        self._messages.append(msg)
-        self._nblocks += len(blocks)
+        self._append(msg)
         self._tool_use_ids.update(str(b.get("id")) for b in blocks if b.get("type") == "tool_use")
         return True
 
     def drop_last(self) -> None:
         """Remove the message just appended: the rollback when persisting it failed (persist before apply)."""
-        msg = self._messages.pop()
-        self._nblocks -= len(msg["content"])
+        msg = self._pop()
         if msg["role"] == "assistant":
             self._tool_use_ids.difference_update(
                 str(b.get("id")) for b in msg["content"] if b.get("type") == "tool_use"
@@ -147,13 +187,19 @@ class Context:
         if last is None or last["role"] != "user" or not n or last["content"][-n:] != blocks:
             return False
         rest = last["content"][:-n]
+        self._pop()
         if rest:
-            self._messages[-1] = {"role": "user", "content": rest}
-        else:
-            self._messages.pop()
-        self._nblocks -= n
-        self._known_upto = min(self._known_upto, self._nblocks)
+            self._append({"role": "user", "content": rest})
+        self._known_upto = min(self._known_upto, len(self._index.flat))
         return True
+
+    def _append(self, msg: Message) -> None:
+        self._index.append(len(self._messages), msg)
+        self._messages.append(msg)
+
+    def _pop(self) -> Message:
+        self._index.pop()
+        return self._messages.pop()
 
     @property
     def static_tokens(self) -> int:
@@ -197,26 +243,34 @@ class Context:
             self.planner.served(usage.cache_read_input_tokens)
         self.estimator.calibrate(estimated_prompt, usage.prompt_tokens)
         self._known_tokens = usage.context_tokens
-        self._known_upto = self._nblocks  # O(1): replay applies one usage per response
+        self._known_upto = len(self._index.flat)  # O(1): replay applies one usage per response
 
     def estimated_tokens(self) -> int:
         """Context size in tokens: the exact size after the last response plus an estimate of the
         messages added since; before any response, an estimate of tools + system + messages."""
-        flat = self._flat()
-        if self._known_tokens is not None and self._known_upto <= len(flat):
+        n = len(self._index.flat)
+        total = self._index.tokens(self._messages, n)
+        if self._known_tokens is not None and self._known_upto <= n:
             # by blocks, not messages: a prompt merged into the last user message (after an empty reply) counts
-            later = [self._messages[i]["content"][j] for i, j in flat[self._known_upto :]]
-            return self._known_tokens + self.estimator.messages([{"content": later}])
-        return self._static_tokens + self.estimator.messages(self._messages)
+            later = total - self._index.tokens(self._messages, self._known_upto)
+            return self._known_tokens + math.ceil(later * self.estimator.factor)
+        return self._static_tokens + math.ceil(total * self.estimator.factor)
 
     # ---- compression state -----------------------------------------------------------------------
     def replace_prefix(self, cut: int, summary_message: Message, ack: Message | None) -> None:
         """Replace the first `cut` active messages by the summary (and the ack). Used by compaction and
         by replay of a `compaction` record, so both rebuild the same bytes."""
-        kept = self._messages[cut:]
+        index, kept = self._index, self._messages[cut:]
+        start = index.starts[cut] if cut < len(self._messages) else len(index.flat)
+        known = [b - a for a, b in itertools.pairwise(index.cum[start:])]  # the kept blocks' estimates
         head = [copy.deepcopy(summary_message)] + ([copy.deepcopy(ack)] if ack else [])
-        self._messages = head + kept
-        self._nblocks = sum(len(m["content"]) for m in self._messages)
+        self._messages, self._index = [], _Index()
+        for m in head + kept:  # rebuilt once (issue 16)
+            self._append(m)
+        cum = self._index.cum
+        self._index.tokens(self._messages, sum(len(m["content"]) for m in head))
+        for tokens in known:
+            cum.append(cum[-1] + tokens)
         self.compaction.compactions += 1
         self.compaction.replaced_total += cut
         self._known_tokens = None
@@ -224,10 +278,8 @@ class Context:
         self.planner.reset_history()
 
     # ---- requests --------------------------------------------------------------------------------
-    def _flat(self) -> list[tuple[int, int]]:
-        return [(i, j) for i, m in enumerate(self._messages) for j in range(len(m["content"]))]
-
-    def _last_eligible(self, flat: list[tuple[int, int]], upto: int) -> int | None:
+    def _last_eligible(self, upto: int) -> int | None:
+        flat = self._index.flat
         for k in range(min(upto, len(flat) - 1), -1, -1):
             i, j = flat[k]
             if _eligible(self._messages[i]["content"][j]):
@@ -238,38 +290,38 @@ class Context:
         self, *, model: str, system: list[Block], tools: list[dict[str, Any]], max_tokens: int
     ) -> ModelRequest:
         """Build the next request: tools + system + the history with breakpoints (module docstring).
-        The Context is not changed except for its planner's state (what it marked, and when)."""
-        sys_blocks = copy.deepcopy(system)
-        tool_defs = copy.deepcopy(tools)
-        messages = copy.deepcopy(self._messages)
-        for m in messages:  # provider-only keys (e.g. reasoning_content) stay; providers translate
-            m["content"] = list(m["content"])
+        The Context is not changed except for its planner's state (what it marked, and when) and its index.
+        The request shares the stored messages and blocks (issue 16): it is read, never changed in place."""
         self._static_tokens = estimate_request({"tools": tools, "system": system})
-        if self.prompt_caching:
-            self._mark(sys_blocks, tool_defs, messages)
-        request = ModelRequest(
-            model=model, system=sys_blocks, tools=tool_defs, messages=messages, max_tokens=max_tokens
-        )
-        self._last_estimate = estimate_request(request.body())
+        sys_blocks, tool_defs, messages = list(system), list(tools), list(self._messages)
+        marked = self._mark(sys_blocks, tool_defs, messages) if self.prompt_caching else ()
+        checked = self._index.checked
+        checked.extend(self._messages, len(self._messages) - 1)
+        request = ModelRequest(model=model, system=sys_blocks, tools=tool_defs, messages=messages,
+                               max_tokens=max_tokens, checked=checked, marked=marked)  # fmt: skip
+        # tools + system + every stored block (cache_control is not counted): estimate_request(request.body())
+        self._last_estimate = self._static_tokens + self._index.tokens(self._messages, len(self._index.flat))
         return request
 
     def _mark(
         self, sys_blocks: list[Block], tool_defs: list[dict[str, Any]], messages: list[Message]
-    ) -> None:
-        """Put the planner's breakpoints on the request's copies of system, tools and messages."""
-        flat = self._flat()
-        plan = self.planner.plan(
-            len(flat),
-            lambda upto: self._last_eligible(flat, upto),
-            self.estimated_tokens(),
-            self._static_tokens,
-        )
+    ) -> tuple[int, ...]:
+        """Put the planner's breakpoints on copies of the marked blocks (and of their messages) in the
+        request's lists of system, tools and messages. Returns the indexes of the messages copied."""
+        flat = self._index.flat
+        plan = self.planner.plan(len(flat), self._last_eligible, self.estimated_tokens(), self._static_tokens)
         stable = sys_blocks or tool_defs
         if stable:
-            stable[-1]["cache_control"] = cache_control(plan.stable)
+            stable[-1] = {**stable[-1], "cache_control": cache_control(plan.stable)}
+        copied: set[int] = set()
         for k, ttl in plan.points:
             i, j = flat[k]
-            messages[i]["content"][j]["cache_control"] = cache_control(ttl)
+            if i not in copied:
+                messages[i] = {**messages[i], "content": list(messages[i]["content"])}
+                copied.add(i)
+            content = messages[i]["content"]
+            content[j] = {**content[j], "cache_control": cache_control(ttl)}
+        return tuple(sorted(copied))
 
     def stable_prefix_ttl(self) -> TTL:
         """The TTL for a request that marks only tools + system (the summary request), now (breakpoints)."""

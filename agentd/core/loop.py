@@ -197,7 +197,8 @@ class Turn:
 
     def build(self) -> ModelRequest:
         """The next request: the history with breakpoints, the request-only hooks (the blocks the reminder
-        added are counted), then the validator."""
+        added are counted), then the validator (from the end of the Context's checked prefix on, unless a hook
+        changed that prefix; issue 16)."""
         s = self.s
         request = s.context.to_request(
             model=s.provider.model,
@@ -209,7 +210,10 @@ class Turn:
         request.messages = s.hooks.before_model(plain)
         if request.messages is not plain and plain and request.messages:
             request.reminder_blocks = max(0, len(request.messages[-1]["content"]) - len(plain[-1]["content"]))
-        err = validate_request(request.body())
+            count = request.checked.count if request.checked is not None else 0
+            if request.messages[:count] != plain[:count]:  # a hook changed the checked prefix: check it all
+                request.checked = None
+        err = validate_request(request.body(), request.checked, request.marked)
         if err:
             raise InvalidHistory(
                 f"agentd refused to send an invalid request ({err}); this is a bug, please report it"

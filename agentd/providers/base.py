@@ -1,7 +1,6 @@
 """The Provider protocol, usage accounting types and agentd's retry loop (CONTRACTS.md §6).
 
-Owns: `Usage`, `ModelRequest`, `ModelResponse`, `StreamEvent`, `Provider`, `run_with_retries`,
-`import_off_loop` (how a provider module loads its SDK on first use).
+Owns: `Usage`, `ModelRequest`, `ModelResponse`, `StreamEvent`, `Provider`, `run_with_retries`.
 Must not import an SDK (anthropic/openai are imported lazily by their own modules only).
 
 History format everywhere in agentd is the Anthropic Messages form: a message is
@@ -11,14 +10,10 @@ History format everywhere in agentd is the Anthropic Messages form: a message is
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 import ipaddress
 import logging
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Literal, Protocol
 from urllib.parse import urlparse
 
@@ -26,16 +21,6 @@ from agentd.clock import Clock
 from agentd.errors import ProviderError
 
 log = logging.getLogger("agentd.providers")
-
-
-async def import_off_loop(name: str) -> ModuleType:
-    """The module `name` (an SDK), imported in a worker thread the first time: importing `anthropic` takes
-    0.3-2 s of CPU, which on the event loop stalled every session of a shared daemon (issue 16). Also waits
-    off the loop while another thread is still importing it. Raises ImportError."""
-    module = sys.modules.get(name)
-    if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
-        return module
-    return await asyncio.to_thread(importlib.import_module, name)
 
 
 @dataclass
@@ -114,7 +99,13 @@ class ModelRequest:
     request-only blocks; `max_tokens`: output cap in tokens. `purpose` is "turn" or "summary" (logging only).
     `reminder_blocks`: how many trailing text blocks of the final user message are request-only reminders
     (CONTRACTS.md §3); the Messages API gets them there, the OpenAI-compatible provider as a system message at
-    the tail of the request (issue 17).
+    the tail of the request (issue 17). `checked` and `marked`: what the builder vouches for (the Context's
+    checked history prefix, `agentd.core.validate.Checked`, and the messages it put breakpoints on), so the
+    validator checks only the rest (issue 16); None: everything is checked.
+
+    The messages are shared with the session's history (issue 16: no copy per request): whoever gets a
+    request reads it and never changes it in place; a changed request is a new list with new messages
+    (`agentd.core.todos.apply_reminder`).
     """
 
     model: str
@@ -124,6 +115,8 @@ class ModelRequest:
     max_tokens: int
     purpose: Literal["turn", "summary"] = "turn"
     reminder_blocks: int = 0
+    checked: Any = field(default=None, repr=False, compare=False)
+    marked: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
     def body(self) -> dict[str, Any]:
         """The Messages API body (without `stream`), keys in a fixed order."""

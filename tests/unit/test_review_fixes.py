@@ -7,6 +7,7 @@ import pytest
 from agentd.core import compaction
 from agentd.core.context import Context
 from agentd.core.session import clean_prompt
+from agentd.core.tokens import estimate_messages
 from agentd.core.validate import validate_request
 from agentd.errors import UsageError
 from agentd.permissions.approver import ApprovalRequest, render_prompt
@@ -97,18 +98,26 @@ def test_a_summary_alone_is_never_summarised_again() -> None:
 
 
 def test_the_running_block_count_matches_the_history() -> None:
-    """The O(1) block count behind exact sizes after replay stays equal to a full count."""
+    """The block index kept as the history changes (issue 16: flat view, starts, estimates) stays equal to a
+    full count after merges, a rollback and a compression."""
+
+    def full(c: Context) -> list[tuple[int, int]]:
+        return [(i, j) for i, m in enumerate(c.view()) for j in range(len(m["content"]))]
+
     ctx = Context()
     ctx.add_user([{"type": "text", "text": "a"}])
     ctx.add_assistant(
         [{"type": "text", "text": "b"}, {"type": "tool_use", "id": "t", "name": "x", "input": {}}]
     )
     ctx.add_user([{"type": "tool_result", "tool_use_id": "t", "content": "r"}])
+    assert ctx.estimated_tokens() == estimate_messages(ctx.messages)  # estimates known up to here
     ctx.add_user([{"type": "text", "text": "merged"}])
     ctx.add_assistant([{"type": "text", "text": "c"}])
     ctx.drop_last()
-    counts = [ctx._nblocks]
+    counts = [len(ctx._index.flat)]
+    assert ctx._index.flat == full(ctx) and ctx.estimated_tokens() == estimate_messages(ctx.messages)
     head = compaction.rebuild(ctx.messages, 2, "s", None)
     ctx.replace_prefix(head.cut, head.summary, head.ack)
-    counts.append(ctx._nblocks)
-    assert counts == [5, len(ctx._flat())] and len(ctx._flat()) == 4
+    counts.append(len(ctx._index.flat))
+    assert counts == [5, 4] and ctx._index.flat == full(ctx)
+    assert ctx._index.starts == [0, 1, 2] and ctx.estimated_tokens() == estimate_messages(ctx.messages)
