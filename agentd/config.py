@@ -182,6 +182,8 @@ class MCPSettings(_Section):
         default_factory=dict
     )
     start_timeout_s: float = Field(30.0, gt=0, alias="startTimeoutS")
+    # bytes agentd accepts from a server in one message (a tool result); larger ones are an error result
+    max_message_bytes: int = Field(16 << 20, ge=1 << 16, alias="maxMessageBytes")
 
 
 class OpenAISettings(_Section):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -30,7 +31,9 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentd.mcp import bounded
 from agentd.sandbox.launcher import Launcher, SandboxRefused
+from agentd.text import visible
 
 log = logging.getLogger("agentd.mcp")
 
@@ -106,6 +109,24 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
 
+SERVER_ERROR_MAX_CHARS = 2000
+
+
+def server_error(exc: BaseException) -> str:
+    """The text of an error answer from the server, for the model: its message, then its `data` (JSON),
+    at most `SERVER_ERROR_MAX_CHARS`, control characters escaped (`agentd.text.visible`)."""
+    error = getattr(exc, "error", None)
+    message = str(getattr(error, "message", None) or exc)
+    data = getattr(error, "data", None)
+    code = getattr(error, "code", None)
+    text = f"the server answered with an error{f' ({code})' if code is not None else ''}: {message}"
+    if data is not None:
+        text += f"; data: {json.dumps(data, ensure_ascii=False, default=str)}"
+    if len(text) > SERVER_ERROR_MAX_CHARS:
+        text = text[:SERVER_ERROR_MAX_CHARS] + f"... [{len(text) - SERVER_ERROR_MAX_CHARS} more characters]"
+    return visible(text)
+
+
 def _is_protocol_error(exc: BaseException) -> bool:
     """An error answer from a live server (an `MCPError`), as opposed to a broken connection (which the
     SDK reports as an `MCPError` with code `CONNECTION_CLOSED`)."""
@@ -121,7 +142,7 @@ class MCPConnection:
 
     def __init__(
         self, spec: ServerSpec, cwd: Path, *, secret_env: frozenset[str], start_timeout_s: float,
-        launcher: Launcher | None = None,
+        launcher: Launcher | None = None, max_message_bytes: int = bounded.MAX_MESSAGE_BYTES,
     ) -> None:  # fmt: skip
         self.spec = spec
         self.launcher = launcher
@@ -140,20 +161,26 @@ class MCPConnection:
         self._stop: asyncio.Event | None = None
         self._errlog: IO[str] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # abandoned starts still cleaning up
+        self.max_message_bytes = max_message_bytes
+        self._over = 0  # the size of a message over the limit during the current call
 
-    def _transport(self) -> Any:
+    def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        """The SDK transport of this server, its messages bounded (`agentd.mcp.bounded`)."""
         if self.spec.url is not None:
-            import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
-            client = httpx2.AsyncClient(headers=dict(self.spec.headers)) if self.spec.headers else None
-            return streamable_http_client(self.spec.url, http_client=client)
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+            client = bounded.http_client(dict(self.spec.headers), self.max_message_bytes, self._note_over)
+            stack.push_async_callback(client.aclose)
+            return streamable_http_client(self.spec.url, http_client=client, max_sse_event_size=None)
+        from mcp.client.stdio import StdioServerParameters
 
         env = {k: v for k, v in self.spec.env.items() if k not in self.secret_env}
         params = StdioServerParameters(command=self._argv[0], args=self._argv[1:], env=env, cwd=str(self.cwd))
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
-        return stdio_client(params, errlog=self._errlog)
+        return bounded.stdio_client(params, self._errlog, self.max_message_bytes, self._note_over)
+
+    def _note_over(self, size: int) -> None:
+        self._over = max(self._over, size)
 
     def _command(self) -> list[str]:
         """The stdio server's command line: through the session's launcher (inside the sandbox when it is
@@ -212,7 +239,10 @@ class MCPConnection:
         from mcp import Client
 
         try:
-            async with Client(self._transport(), client_info=_client_info()) as client:
+            async with (
+                contextlib.AsyncExitStack() as stack,
+                Client(self._transport(stack), client_info=_client_info()) as client,
+            ):
                 self._client = client
                 tools, cursor = [], None
                 while True:
@@ -244,15 +274,22 @@ class MCPConnection:
                 await self.start()
             except MCPStartError as exc:
                 raise MCPCallError(str(exc), dead=True) from None
-        client = self._client
+        client, self._over = self._client, 0
         try:
             return await asyncio.wait_for(client.call_tool(tool, arguments), timeout_s)
         except (TimeoutError, asyncio.CancelledError):
             raise
         except Exception as exc:
+            too_large = (
+                bounded.over_limit_text(self._over, self.max_message_bytes, partial=self.spec.url is not None)
+                if self._over
+                else None
+            )
+            if too_large is not None and (_is_protocol_error(exc) or self.spec.url is not None):
+                raise MCPCallError(too_large, dead=False) from None  # the server stays usable
             if _is_protocol_error(exc):
-                raise MCPCallError(f"{exc}", dead=False) from None
-            self.state, self.error = "dead", _why(exc)
+                raise MCPCallError(server_error(exc), dead=False) from None
+            self.state, self.error = "dead", too_large or _why(exc)
             await self.stop(keep_state=True)
             tail = _tail(self._errlog)
             raise MCPCallError(

@@ -34,6 +34,7 @@ async def mcp_list(
         start_timeout_s=settings.mcp.start_timeout_s,
         default_timeout_s=settings.tools.run_timeout_s,
         launcher=launcher,
+        max_message_bytes=settings.mcp.max_message_bytes,
     )
     try:
         await manager.start()

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentd.mcp.bounded import MAX_MESSAGE_BYTES
 from agentd.mcp.connection import MCPConnection, MCPStartError, ServerSpec
 from agentd.mcp.tools import MCPTool
 from agentd.sandbox.launcher import Launcher
@@ -64,11 +65,17 @@ class MCPManager:
         default_timeout_s: float,
         secret_env: frozenset[str] = SECRET_ENV,
         launcher: Launcher | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         by_name = {s.name: s for s in specs}  # a later definition of a name wins (ACP over config)
         self.connections = [
             MCPConnection(
-                by_name[n], cwd, secret_env=secret_env, start_timeout_s=start_timeout_s, launcher=launcher
+                by_name[n],
+                cwd,
+                secret_env=secret_env,
+                start_timeout_s=start_timeout_s,
+                launcher=launcher,
+                max_message_bytes=max_message_bytes,
             )
             for n in sorted(by_name)
         ]
@@ -150,6 +157,7 @@ async def start_servers(
         default_timeout_s=settings.tools.run_timeout_s,
         secret_env=SECRET_ENV | frozenset(secret_env),
         launcher=launcher,
+        max_message_bytes=settings.mcp.max_message_bytes,
     )
     for warning in await manager.start():
         warn(warning)

@@ -4,11 +4,17 @@ Owns: the path classes and their lists, one place for every user:
 - `agentd_config`: the user config dir (`config.toml`, `trust.json`) and any `.agentd/` folder;
 - `agentd_data`: the data dir (session logs, audit logs, the grant key);
 - `git_internals`: anything under a `.git` folder (or a `.git` file): hooks and config run code later;
+- `editor_config`: an editor's workspace configuration, which the editor runs or obeys when it opens the
+  folder (`.vscode/`: tasks, launch configurations, settings, MCP servers; `.idea/` run configurations;
+  `.zed/`, `.helix/` language-server commands; Neovim's `exrc` files `.nvim.lua`, `.nvimrc`, `.exrc`);
 - `shell_startup`: the shell start-up files in the home folder (`.bashrc`, `.profile`, `.zshrc`, ...);
 - `credentials`: the user's credential stores (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, keyrings, `.netrc`, ...).
-The permission gate asks for every write (and every read of `agentd_data` and `credentials`) in these
-classes whatever the mode or rules say; the sandbox hides `agentd_config` (user dir), `agentd_data` and
-`credentials`, and re-binds `.git`, `.agentd` and start-up files inside the workspace read-only.
+The names of `ANYWHERE` are protected at any depth; `fixed_inside()` lists the protected paths at fixed
+places inside a folder the sandbox makes writable. The permission gate asks for every write (and every
+read of `agentd_data` and `credentials`) in these classes whatever the mode or rules say; the sandbox
+(`agentd.sandbox.guard`) takes both lists from here: it hides `agentd_config` (user dir), `agentd_data`
+and `credentials`, and makes every other protected path inside the workspace unwritable, also one that
+does not exist yet.
 Imports only the standard library; never pygls, lsprotocol, acp or agentd.adapters.
 """
 
@@ -20,16 +26,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-PathClass = Literal["agentd_config", "agentd_data", "git_internals", "shell_startup", "credentials"]
+PathClass = Literal[
+    "agentd_config", "agentd_data", "git_internals", "editor_config", "shell_startup", "credentials"
+]
+Kind = Literal["dir", "file"]  # what stands in for a protected path that does not exist yet
 
 CLASS_TEXT: dict[str, str] = {
     "agentd_config": "agentd's own configuration",
     "agentd_data": "agentd's data dir (session and audit logs)",
     "git_internals": "git internals (.git/)",
+    "editor_config": "an editor's workspace configuration (.vscode/, .idea/, .nvim.lua, ...)",
     "shell_startup": "a shell start-up file",
     "credentials": "a credential store",
 }
 
+# Protected wherever they appear in a path, at any depth: name -> (class, what stands in when absent).
+ANYWHERE: dict[str, tuple[PathClass, Kind]] = {
+    ".agentd": ("agentd_config", "dir"),
+    ".git": ("git_internals", "dir"),  # an empty folder: git skips it and looks further up
+    ".vscode": ("editor_config", "dir"),
+    ".idea": ("editor_config", "dir"),
+    ".zed": ("editor_config", "dir"),
+    ".helix": ("editor_config", "dir"),
+    ".nvim.lua": ("editor_config", "file"),
+    ".nvimrc": ("editor_config", "file"),
+    ".exrc": ("editor_config", "file"),
+}
+_RANK: tuple[PathClass, ...] = ("agentd_config", "git_internals", "editor_config")  # first match wins
+
+SHELL_STARTUP_DIRS = (".config/fish",)
 SHELL_STARTUP = (
     ".bashrc",
     ".bash_profile",
@@ -88,6 +113,10 @@ CREDENTIAL_FILES = (
 READ_PROTECTED: frozenset[str] = frozenset({"agentd_data", "credentials"})
 
 
+def _startup_kind(name: str) -> Kind:
+    return "dir" if name in SHELL_STARTUP_DIRS else "file"
+
+
 def _real(path: Path | str) -> Path:
     return Path(os.path.realpath(os.path.expanduser(str(path))))
 
@@ -131,12 +160,14 @@ class ProtectedPaths:
         """The class of an absolute path (resolved here), or None when it is not protected."""
         real = _real(path)
         parts = set(Path(os.path.abspath(os.path.expanduser(str(path)))).parts) | set(real.parts)
-        if _under(real, self.config_dir) or ".agentd" in parts:
+        named = {ANYWHERE[p][0] for p in parts if p in ANYWHERE}
+        if _under(real, self.config_dir) or "agentd_config" in named:
             return "agentd_config"
         if self.data_dir is not None and _under(real, self.data_dir):
             return "agentd_data"
-        if ".git" in parts:
-            return "git_internals"
+        for cls in _RANK:
+            if cls in named:
+                return cls
         if any(_under(real, _real(self.home / n)) for n in SHELL_STARTUP):
             return "shell_startup"
         if any(_under(real, c) for c in self.credential_paths()):
@@ -148,10 +179,15 @@ class ProtectedPaths:
         found = [self.config_dir, *([self.data_dir] if self.data_dir else []), *self.credential_paths()]
         return [p for p in dict.fromkeys(found) if os.path.lexists(p)]
 
-    def readonly_inside(self, root: Path) -> list[Path]:
-        """Existing paths inside the writable `root` that the sandbox re-binds read-only: `.git`,
-        `.agentd`, and the shell start-up files when the home folder is inside `root`."""
-        found = [root / ".git", root / ".agentd"]
-        if _under(self.home, root):
-            found += [self.home / n for n in SHELL_STARTUP]
-        return [p for p in found if os.path.lexists(p)]
+    def fixed_inside(self, root: Path) -> list[tuple[Path, Kind]]:
+        """The protected paths at fixed places inside the folder `root` (a real path), existing or not,
+        with what stands in for each when absent: every `ANYWHERE` name at its top and, when they lie
+        inside `root`, the shell start-up files, the user config dir, the data dir and the credential
+        stores. The sandbox keeps each unwritable (docs/security.md, "Protected paths in the sandbox")."""
+        found: list[tuple[Path, Kind]] = [(root / name, kind) for name, (_, kind) in ANYWHERE.items()]
+        found += [(self.home / n, _startup_kind(n)) for n in SHELL_STARTUP]
+        dirs = [self.config_dir, *([self.data_dir] if self.data_dir else []), *self.extra_hidden]
+        found += [(p, "dir") for p in dirs] + [(_real(self.home / n), "dir") for n in CREDENTIAL_DIRS]
+        found += [(_real(self.home / n), "file") for n in CREDENTIAL_FILES]
+        out = [(p, k) for p, k in found if _under(p, root) and p != root]
+        return list(dict.fromkeys(out))

@@ -2,7 +2,7 @@
 issue 12 §2; PROTOCOL.md §4.3 `permissions.rules`).
 
 Owns: `Rule`, `DEFAULT_RULES`, `parse_target()`, `Subject` (what the rules of one call match: its parts),
-`verdict()` (deny > ask > allow over every form, part by part), `command_prefix()` (what "always" offers
+`verdicts()` (deny > ask > allow over every form, part by part), `command_prefix()` (what "always" offers
 for a command), `names()` (a rule's name covers a tool: exactly, or `mcp__<server>__*` for every tool of
 one MCP server; MCP tools have no default rule, so they ask), `strictest()` and `rule_label()`.
 
@@ -11,13 +11,18 @@ Forms of `tool`:
 - `run_command(npm test)`: a command prefix, word by word after quote removal; `*` inside a word is a
   glob, a last word `*` (or Claude Code's `:*`) means "and any arguments", which a prefix already allows.
   It matches one simple command of a compound line; a compound line (`;`, `&&`, `||`, `|`, `$(...)`,
-  backticks, redirections to files) is allowed only if every part is (agentd.permissions.shellwords);
+  backticks, redirections to files) is allowed only if every part is (agentd.permissions.shellwords),
+  and the commands a part starts (`sudo rm`, `xargs rm`, `sh -c "rm f"`) are parts (break12). A deny or
+  ask pattern matches a program by its name (`rm` matches `/bin/rm`) and a word known only at run time
+  as "might" (`match()`: `maybe`, an ask labelled `unknowable:`); an allow pattern matches exactly
+  (`covers()`), never a command that cannot be known (`(None,)` words), and needs not cover a
+  transparent wrapper (`timeout 5`, `sh -c`);
 - `read_file(**/.env)`, `write_file(src/**)`, `edit_file(...)`, `list_dir(...)`: a path pattern,
   relative to the workspace root (`**` any folders, `*` within a name) or absolute (`/...`, `~/...`).
   A redirection `> path` in a command is a write of that path, `< path` a read, matched by the
   `write_file(...)` / `read_file(...)` patterns (never outside the workspace).
-Imports pydantic, the standard library and `agentd.permissions.shellwords`; never pygls, lsprotocol, acp
-or agentd.adapters.
+Imports pydantic, the standard library, `agentd.permissions.shellwords` and `agentd.permissions.wrappers`;
+never pygls, lsprotocol, acp or agentd.adapters.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentd.permissions.shellwords import Part, split_command
+from agentd.permissions.shellwords import Outer, Part, split_command
+from agentd.permissions.wrappers import command_name, is_interpreter, is_wrapper
 
 Action = Literal["allow", "ask", "deny"]
 
@@ -44,6 +50,7 @@ PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_dir"})
 SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_target(text: str) -> tuple[str, str | None]:
     """`run_command(npm test)` -> `("run_command", "npm test")`; `read_file` -> `("read_file", None)`.
     Raises ValueError with what to write instead for `run_command(`, `x()` or a pattern on a tool that
@@ -126,21 +133,25 @@ def rule_label(rule: Rule, default: bool = False) -> str:
 @dataclass(frozen=True)
 class Item:
     """One thing to allow: a command part, a file a redirection writes or reads, or a path tool's path.
-    `tool`: the tool whose rules match it (`write_file` for a `>` redirection); `words`: a command's words;
-    `path`: a real absolute path; `inside`: the path lies inside a workspace root (its relative form in
-    `rel`)."""
+    `tool`: the tool whose rules match it (`write_file` for a `>` redirection); `words`: a command's words
+    (`(None,)`: a command that cannot be known before it runs); `path`: a real absolute path; `inside`:
+    the path lies inside a workspace root (its relative form in `rel`); `transparent`, `outer`: as
+    `shellwords.Part` (a wrapper an allow need not cover; the outer forms of a started command)."""
 
     tool: str
     words: tuple[str | None, ...] = ()
     path: str | None = None
     rel: str | None = None
     text: str = ""
+    transparent: bool = False
+    outer: Outer = ()
 
 
 @dataclass(frozen=True)
 class Subject:
-    """The items of one call: `items` (never empty for a known form), `complete` (False: only exact-name
-    rules and deny patterns decide), `owner`: the called tool (its exact-name rules match every item)."""
+    """The items of one call: `items` (never empty for a known form), `complete` (False: the parser could
+    not vouch for the line; one more unknowable item is added), `owner`: the called tool (its exact-name
+    rules match every item)."""
 
     owner: str
     items: tuple[Item, ...]
@@ -153,6 +164,8 @@ def subject_of(tool: str, *, command: str | None, path: str | None, roots: Seque
     if tool == "run_command" and command is not None:
         parsed = split_command(command)
         items = tuple(_item(p, roots) for p in parsed.parts)
+        if not parsed.complete:  # what the parser could not see: a command nobody can name
+            items += (Item(tool, words=(None,), text=f"(what agentd could not check: {parsed.problem})"),)
         return Subject(tool, items or (Item(tool, text=command),), parsed.complete)
     if path is not None:
         return Subject(tool, (_path_item(tool, path, roots),))
@@ -161,7 +174,7 @@ def subject_of(tool: str, *, command: str | None, path: str | None, roots: Seque
 
 def _item(part: Part, roots: Sequence[Path]) -> Item:
     if part.kind == "command":
-        return Item("run_command", words=part.words, text=part.text)
+        return Item("run_command", part.words, text=part.text, transparent=part.transparent, outer=part.outer)
     target = part.words[0]
     tool = "write_file" if part.kind == "write" else "read_file"
     if target is None:
@@ -181,39 +194,81 @@ def _path_item(tool: str, path: str, roots: Sequence[Path], text: str = "") -> I
 
 
 # ---- matching ------------------------------------------------------------------------------------------
-def matches(rule: Rule, item: Item, owner: str) -> bool:
+Match = Literal["yes", "no", "maybe"]
+
+
+def match(rule: Rule, item: Item, owner: str, *, loose: bool = False) -> Match:
     """Whether `rule` covers `item` of a call of `owner`: an exact-name rule covers every item of its
-    tool's calls; a pattern rule covers the items of its tool that its pattern matches."""
+    tool's calls; a pattern rule the items of its tool that its pattern matches. `loose` (deny and ask
+    rules): a command word matches by its name (`rm` matches `/bin/rm`), and a word only known when the
+    command runs (`$X`, `(None,)`) gives "maybe" instead of "no"."""
     name, pattern = parse_target(rule.tool)
     if pattern is None:
-        return names(name, owner)
+        return "yes" if names(name, owner) else "no"
     if name != item.tool:
-        return False
+        return "no"
     if item.tool == "run_command":
-        return _command_matches(pattern, item.words)
+        return _command_match(pattern, item.words, loose)
     if item.path is None:
+        return "no"
+    return "yes" if _path_matches(pattern, item) else "no"
+
+
+def matches(rule: Rule, item: Item, owner: str) -> bool:
+    """`match()` for an allow: only a literal match counts."""
+    return match(rule, item, owner) == "yes"
+
+
+def covers(rule: Rule, item: Item, owner: str) -> bool:
+    """An allow `rule` covers `item`: it matches the item, or an outer form of it through the started
+    command's name (`run_command(sudo apt install *)` covers the `apt install x` of `sudo apt install x`;
+    `run_command(sudo *)` does not)."""
+    if matches(rule, item, owner):
+        return True
+    pattern = parse_target(rule.tool)[1]
+    if pattern is None or not item.outer:
         return False
-    return _path_matches(pattern, item)
+    want = _wanted(pattern)
+    for words, start in item.outer:
+        if (
+            len(want) > start
+            and not _GLOB.search(want[start])
+            and _command_match(pattern, words, False) == "yes"
+        ):
+            return True
+    return False
+
+
+_GLOB = re.compile(r"[*?\[]")
 
 
 @functools.lru_cache(maxsize=1024)
 def _pattern_words(pattern: str) -> tuple[str, ...]:
+    """A pattern's words after the shell's quote removal (`'npm' "test"` -> `npm test`); `*` stays."""
     text = pattern[:-2] + " *" if pattern.endswith(":*") else pattern
-    parsed = split_command(text)
-    if len(parsed.parts) == 1 and parsed.parts[0].kind == "command":
-        words = parsed.parts[0].words
-        if all(w is not None for w in words):
-            return tuple(w for w in words if w is not None)
-    return tuple(text.split())  # globs (`git log*`) are not literal words for the parser; plain split
+    try:
+        return tuple(shlex.split(text))
+    except ValueError:
+        return tuple(text.split())
 
 
-def _command_matches(pattern: str, words: tuple[str | None, ...]) -> bool:
-    want = list(_pattern_words(pattern))
-    if want and want[-1] == "*":
-        want.pop()  # "and any arguments": a prefix allows them already
-    if not want or len(words) < len(want):
-        return not want
-    return all(w is not None and fnmatch.fnmatchcase(w, p) for w, p in zip(words, want, strict=False))
+def _wanted(pattern: str) -> tuple[str, ...]:
+    want = _pattern_words(pattern)
+    return want[:-1] if want and want[-1] == "*" else want  # "and any arguments": a prefix allows them
+
+
+def _command_match(pattern: str, words: tuple[str | None, ...], loose: bool) -> Match:
+    for i, p in enumerate(_wanted(pattern)):
+        if i >= len(words):
+            return "no"
+        w = words[i]
+        if w is None:
+            return "maybe" if loose else "no"  # `$X` may be (or split into) anything, even nothing
+        if not fnmatch.fnmatchcase(w, p) and not (
+            loose and i == 0 and "/" not in p and fnmatch.fnmatchcase(command_name(w), p)
+        ):
+            return "no"
+    return "yes"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -271,30 +326,40 @@ def item_verdict(
     network: bool = False,
 ) -> PartVerdict:
     """One item through the order of CONTRACTS.md §5 for rules and grants: a deny rule, a reject grant,
-    an allow grant, an ask rule, an allow rule, the default. `network`: the call asks for the network, which
+    a deny or ask rule that the item might match (a word known only when it runs: ask, `unknowable:`), an
+    allow grant, an ask rule, an allow rule, the default. `network`: the call asks for the network, which
     only an allow rule with `network = true` covers (grants never do)."""
-    mine = [r for r in rules if matches(r, item, owner)]
-    for r in mine:
-        if r.action == "deny":
+    found = [(r, match(r, item, owner, loose=r.action != "allow")) for r in rules]
+    for r, m in found:
+        if r.action == "deny" and m == "yes":
             return PartVerdict("deny", "rule", rule_label(r), item)
     for g in reject_grants:
-        if matches(g, item, owner):
+        if match(g, item, owner, loose=True) == "yes":
             return PartVerdict("deny", "grant", _grant_label("reject_always", g), item)
+    unsure = [r for r, m in found if m == "maybe"]
+    if unsure:  # deny before ask: the label names the strongest rule the command might be
+        r = max(unsure, key=lambda r: _STRENGTH[r.action])
+        return PartVerdict("ask", "rule", f"unknowable:{rule_label(r)}", item)
     if not network:
         for g in allow_grants:
-            if matches(g, item, owner):
+            if covers(g, item, owner):
                 return PartVerdict("allow", "grant", _grant_label("allow_always", g), item)
-    for r in mine:
-        if r.action == "ask":
+    for r, m in found:
+        if r.action == "ask" and m == "yes":
             return PartVerdict("ask", "rule", rule_label(r), item)
-    for r in mine:
-        if r.action == "allow" and (r.network or not network):
+    for r, _ in found:
+        if r.action == "allow" and (r.network or not network) and covers(r, item, owner):
             return PartVerdict("allow", "rule", rule_label(r), item)
     return _default(item, owner)
 
 
 def _grant_label(kind: str, grant: Rule) -> str:
     return kind if grant.pattern is None else f"{kind}:{grant.tool}"
+
+
+@functools.lru_cache(maxsize=256)
+def _default_rule(owner: str) -> Rule | None:
+    return strictest(DEFAULT_RULES, owner)
 
 
 def _default(item: Item, owner: str) -> PartVerdict:
@@ -304,7 +369,7 @@ def _default(item: Item, owner: str) -> PartVerdict:
         if item.tool == "read_file" and item.rel is not None:
             return PartVerdict("allow", "default", "default:read_file=allow", item)
         return PartVerdict("ask", "default", f"default:{item.tool}=ask", item)
-    default = strictest(DEFAULT_RULES, owner)
+    default = _default_rule(owner)
     if default is None:
         return PartVerdict("ask", "default", None, item)  # a tool no rule names: ask (safe side)
     return PartVerdict(default.action, "default", rule_label(default, default=True), item)
@@ -318,43 +383,41 @@ def verdicts(
     *,
     network: bool = False,
 ) -> list[PartVerdict]:
-    """One verdict per item. An incomplete subject gets one more `ask` item unless an exact-name rule or
-    grant of the tool answers it, so no pattern allow ever covers what the parser could not see."""
-    out = [
-        item_verdict(i, subject.owner, rules, allow_grants, reject_grants, network=network)
-        for i in subject.items
-    ]
-    if not subject.complete:
-        whole = Item(subject.owner, text="(the parts agentd could not check)")
-        exact = [r for r in rules if r.tool == subject.owner]
-        grants_a = [g for g in allow_grants if g.tool == subject.owner]
-        grants_r = [g for g in reject_grants if g.tool == subject.owner]
-        out.append(item_verdict(whole, subject.owner, exact, grants_a, grants_r, network=network))
+    """One verdict per item that decides something. A transparent wrapper (`timeout 5`, `sh -c`) is
+    left out unless a deny or ask rule names it: what it runs has its own verdict. An item that cannot be
+    known before it runs (`$R f`, `| sh`, `python -c`, a line the parser could not vouch for) is never
+    allowed by a pattern, and asks when any deny or ask pattern for its tool exists."""
+    out = []
+    for item in subject.items:
+        v = item_verdict(item, subject.owner, rules, allow_grants, reject_grants, network=network)
+        if not item.transparent or v.action == "deny" or (v.action == "ask" and v.source == "rule"):
+            out.append(v)
     return out
 
 
 def command_prefix(command: str) -> str | None:
-    """The prefix "always" offers for a command (PROTOCOL.md §6.10): its first words, when the command is
-    one literal simple command. `npm test -- --watch` -> `npm test`; `git log -5` -> `git log`;
-    `python3 -m pytest x` -> `python3 -m pytest`; `ls -la` -> `ls`. None for a compound command, an
-    expansion in the first words, a wrapper that runs any command (`sudo`, `env`, `xargs`, `find`,
-    `bash -c`, `python -c`), or leading variable assignments."""
+    """The prefix "always" offers for a command (PROTOCOL.md §6.10): the first words of the one command
+    the line runs, seen through transparent wrappers. `npm test -- --watch` -> `npm test`; `git log -5`
+    -> `git log`; `git -C sub status` -> `git -C sub status`; `python3 -m pytest x` -> `python3 -m
+    pytest`; `timeout 60 npm test` and `bash -c 'npm test'` -> `npm test`; `ls -la` -> `ls`. None for a
+    compound command, an expansion in the first words, leading variable assignments, a command that
+    starts others (`sudo`, `env X=1`, `xargs`, `find`, `parallel`, `eval`; agentd.permissions.wrappers) or
+    runs inline code (`bash -c 'a; b'`, `python -c`)."""
     parsed = split_command(command)
-    if not parsed.complete or len(parsed.parts) != 1 or parsed.parts[0].kind != "command":
+    parts = [p for p in parsed.parts if not p.transparent]
+    if not parsed.complete or len(parts) != 1 or parts[0].kind != "command":
         return None
-    words = parsed.parts[0].words
-    if not words or words[0] is None or "=" in words[0] or words[0] in _WRAPPERS:
+    words = parts[0].words
+    through = len(parsed.parts) > 1  # seen through a wrapper: only a wholly literal command
+    if not words or words[0] is None or "=" in words[0] or (through and None in words):
         return None
-    first = words[0]
-    rest = list(words[1:])
-    if os.path.basename(first) in _INTERPRETERS:
-        if rest and rest[0] == "-m" and len(rest) > 1 and rest[1]:
-            return _join([first, "-m", rest[1]])
-        if rest and rest[0] is not None and not rest[0].startswith("-"):
-            return _join([first, rest[0]])
+    name = command_name(words[0])
+    if is_interpreter(name):
+        return _interpreter_prefix(words)
+    if is_wrapper(name):
         return None
-    out = [first]
-    for w in rest[:2]:
+    out = [words[0], *_global_options(name, words)]
+    for w in words[len(out) : len(out) + 2]:
         if w is None or not _SUBCOMMAND.match(w):
             break
         out.append(w)
@@ -363,19 +426,44 @@ def command_prefix(command: str) -> str | None:
     return _join(out)
 
 
+def _interpreter_prefix(words: tuple[str | None, ...]) -> str | None:
+    """`python3 -m pytest x` -> `python3 -m pytest`; `python3 script.py` -> `python3 script.py`."""
+    first, rest = words[0], list(words[1:])
+    if rest and rest[0] == "-m" and len(rest) > 1 and rest[1]:
+        return _join([first, "-m", rest[1]])
+    if rest and rest[0] is not None and not rest[0].startswith("-"):
+        return _join([first, rest[0]])
+    return None
+
+
+def _global_options(name: str, words: tuple[str | None, ...]) -> list[str | None]:
+    """The global options (with their values) before a known tool's subcommand: `git -C sub status`."""
+    takes = _GLOBAL_OPTIONS.get(name)
+    out: list[str | None] = []
+    i = 1
+    while takes is not None and i < len(words) and (words[i] or "").startswith("-"):
+        n = 2 if words[i] in takes else 1
+        if any(w is None for w in words[i : i + n]) or i + n > len(words):
+            return []
+        out += words[i : i + n]
+        i += n
+    return out
+
+
 _SUBCOMMAND = re.compile(r"^[A-Za-z][\w:.-]*$")
 _RUNNERS = frozenset({"run", "exec", "x", "dlx", "tool"})  # `npm run test`, `uv run pytest`: keep one more
-_WRAPPERS = frozenset(
-    {"sudo", "doas", "su", "env", "xargs", "nohup", "nice", "ionice", "timeout", "time", "watch", "exec", "eval",
-     "command", "builtin", "stdbuf", "chroot", "setsid", "strace", "ltrace", "gdb", "source", ".",
-     "find", "fd", "parallel"}
-)  # fmt: skip
-# find/fd/parallel run the commands in their arguments (`find . -exec sh -c … ;`, `find . -delete`): an
-# "always" for `find` after `find . -name x` would allow those without asking (break14)
-_INTERPRETERS = frozenset(
-    {"python", "python3", "python2", "node", "bash", "sh", "zsh", "dash", "ksh", "fish", "perl", "ruby", "php",
-     "deno", "bun", "lua", "tclsh", "Rscript", "pwsh", "osascript", "awk", "gawk", "sed"}
-)  # fmt: skip
+_GLOBAL_OPTIONS: dict[str, frozenset[str]] = {
+    "git": frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"}),
+    "make": frozenset({"-C", "-f", "--directory", "--file", "-j"}),
+    "cargo": frozenset({"-C", "--manifest-path", "--config", "-Z"}),
+    "npm": frozenset({"--prefix", "-w", "--workspace"}),
+    "pnpm": frozenset({"-C", "--dir", "--filter", "-F"}),
+    "yarn": frozenset({"--cwd"}),
+    "docker": frozenset({"--context", "-c", "-H", "--host", "--config"}),
+    "kubectl": frozenset({"-n", "--namespace", "--context", "--kubeconfig"}),
+    "uv": frozenset({"--directory", "--project"}),
+    "go": frozenset({"-C"}),
+}
 
 
 def _join(words: Sequence[str | None]) -> str:

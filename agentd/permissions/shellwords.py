@@ -10,15 +10,27 @@ result incomplete, and then no pattern rule may allow it: a syntax error, a func
 redefine `git` for a later `git log`), or a node type this module does not know.
 
 Words are the shell's values after quote removal (`"a b"` -> `a b`); a word with an expansion (`$X`,
-`$(...)`, a glob) has no literal value (`None`): a rule's literal word never matches it. Imports only the
-standard library and tree_sitter / tree_sitter_bash.
+`$(...)`, a glob, a brace expansion `{r,}m`) has no literal value (`None`): a rule's literal word never
+allows it, and a deny or ask rule treats it as "might be" (agentd.permissions.rules).
+
+The commands a simple command starts are parts too (agentd.permissions.wrappers, break12): `sudo rm f`,
+`timeout 5 rm f`, `env X=1 rm f`, `X=1 rm f`, `xargs rm`, `find -exec rm {} ;` have a part `rm ...`; the
+string of `sh -c`, `bash -c`, `eval`, `su -c`, `trap` is parsed as a command line of its own (up to
+`MAX_DEPTH` deep); `find -delete` is a part `rm`. What cannot be known before it runs (`$R f`, `| sh`,
+`python -c`, a string nested too deep) is a part whose command word is None. A wrapper part says whether it
+is `transparent` (an allow needs to cover only what it runs) and an inner part its `outer` forms (a rule
+that allows `sudo apt install *` also allows the `apt install x` that it names).
+Imports only the standard library, tree_sitter / tree_sitter_bash and agentd.permissions.wrappers.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from agentd.permissions.wrappers import Run, unwrap
 
 PartKind = Literal["command", "write", "read"]
 
@@ -48,17 +60,27 @@ _TOKENS = frozenset(
 _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<&"})
 _UNSAFE = frozenset({"function_definition"})
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+MAX_DEPTH = 6  # `sh -c` strings inside `sh -c` strings: deeper ones are unknowable
+Words = tuple[str | None, ...]
+Outer = tuple[tuple[Words, int], ...]
 
 
 @dataclass(frozen=True)
 class Part:
     """One thing a rule must allow. `kind`: a simple command, or a redirection that writes or reads a file.
     `words`: for a command its words (assignments first, then the name and arguments), each the literal
-    value or None; for a redirection one word, the target. `text`: the source text."""
+    value or None; for a redirection one word, the target. `text`: the source text. `transparent`: a
+    wrapper whose own words no allow needs to cover (`timeout 5`, `sh -c`, `xargs`); `outer`: for a
+    command another one starts, the outer commands' words with the index where this one's words begin in
+    them; `why`: for a command that cannot be known before it runs (words `(None,)`), the reason."""
 
     kind: PartKind
-    words: tuple[str | None, ...]
+    words: Words
     text: str
+    transparent: bool = False
+    outer: Outer = ()
+    why: str = ""
 
     @property
     def literal(self) -> bool:
@@ -98,6 +120,7 @@ class _Walker:
     def __init__(self) -> None:
         self.parts: list[Part] = []
         self.problem = ""
+        self.depth = 0
 
     def visit(self, node: Any) -> None:
         kind = node.type
@@ -110,8 +133,10 @@ class _Walker:
                 self.visit(child)
         elif kind in ("variable_assignment", "variable_assignments", "declaration_command", "unset_command"):
             self._statement_words(node)
-        elif kind in _UNSAFE:
+        elif kind in _UNSAFE:  # its body's commands are parts too; the definition makes the line unsure
             self.problem = self.problem or f"it defines a shell function ({_text(node)[:60]})"
+            for child in node.children:
+                self.visit(child)
         elif kind == "ERROR" or node.is_missing:
             self.problem = self.problem or "the command does not parse as shell syntax"
         elif kind in _STRUCTURE or kind in _TOKENS or not node.is_named:
@@ -122,23 +147,58 @@ class _Walker:
 
     def _command(self, node: Any) -> None:
         words: list[str | None] = []
+        assigned: list[str] = []
         for child in node.children:
             if child.type == "command_name":
                 words.append(_value(child.named_children[0]) if child.named_children else None)
             elif child.type == "variable_assignment":
                 words.append(_value(child))
+                name = child.child_by_field_name("name")
+                assigned.append(_text(name) if name is not None else "")
             elif child.type in ("file_redirect", "herestring_redirect", "heredoc_redirect"):
                 self.visit(child)
                 continue
             else:
                 words.append(_value(child))
             self._nested(child)
-        self.parts.append(Part("command", tuple(words), _text(node)))
+        self._emit(tuple(words), _text(node), assigned)
+
+    def _emit(self, words: Words, text: str, assigned: list[str] | tuple[()] = (), outer: Outer = ()) -> None:
+        """A command part, then the parts of what it starts (wrappers, `sh -c`, `find -exec`...)."""
+        found = unwrap(words, assigned)
+        transparent = found.transparent and bool(found.runs)
+        self.parts.append(Part("command", words, text, transparent, outer))
+        self.parts.extend(Part("write", (path,), text) for path in found.writes)
+        for run in found.runs:
+            self._run(run, words, text, outer)
+
+    def _run(self, run: Run, words: Words, text: str, outer: Outer) -> None:
+        if run.script is not None and self.depth < MAX_DEPTH:
+            self._script(run.script)
+        elif run.words is not None and run.words and run.words[0] is not None:
+            inner: Outer = ()
+            if run.offset is not None:
+                inner = ((words, run.offset), *((w, k + run.offset) for w, k in outer))
+            self._emit(run.words, text, (), inner)
+        else:
+            why = run.why or (f"{text[:60]} nests shell strings too deep" if run.script else "")
+            self.parts.append(Part("command", (None,), text, why=why or "its command is not known"))
+
+    def _script(self, script: str) -> None:
+        """The commands of a string a shell runs (`sh -c STRING`, `eval STRING`): parsed as a line."""
+        tree = _parser().parse(script.encode("utf-8", "surrogateescape"))
+        self.depth += 1
+        try:
+            self.visit(tree.root_node)
+        finally:
+            self.depth -= 1
+        if tree.root_node.has_error:
+            self.problem = self.problem or "a string the command runs does not parse as shell syntax"
 
     def _statement_words(self, node: Any) -> None:
         """`X=1`, `export X=1`, `unset X`: a part like a command (PATH=... changes what runs next)."""
         if node.type == "variable_assignment":
-            words: tuple[str | None, ...] = (_value(node),)
+            words: Words = (_value(node),)
         else:  # `export`, `local`, `unset`...: the keyword, then its words
             words = tuple(_text(c) if not c.is_named else _value(c) for c in node.children)
         for child in node.children:
@@ -184,8 +244,8 @@ def _value(node: Any) -> str | None:
         return _text(node)
     if kind in ("word", "number"):
         raw = _text(node)
-        if any(ch in raw for ch in "*?[") or raw.startswith("~"):
-            return None  # a glob or a tilde: its value depends on the file system or the user
+        if any(ch in raw for ch in "*?[") or raw.startswith("~") or _BRACES.search(raw):
+            return None  # a glob, a tilde, `{a,b}`: its value depends on the file system, the user, splitting
         return _unescape(raw)
     if kind == "raw_string":
         return _text(node)[1:-1]
@@ -206,6 +266,8 @@ def _value(node: Any) -> str | None:
 
 
 def _unescape(raw: str) -> str:
+    if "\\" not in raw:
+        return raw
     out, i = [], 0
     while i < len(raw):
         if raw[i] == "\\" and i + 1 < len(raw):
@@ -219,6 +281,8 @@ def _unescape(raw: str) -> str:
 
 def _unescape_dq(raw: str) -> str:
     """Inside double quotes a backslash escapes only `$`, backquote, `"`, `\\` and a newline."""
+    if "\\" not in raw:
+        return raw
     out, i = [], 0
     while i < len(raw):
         if raw[i] == "\\" and i + 1 < len(raw) and raw[i + 1] in '$`"\\\n':

@@ -37,7 +37,15 @@ from typing import Any, cast
 from agentd.clock import Clock, SystemClock
 from agentd.errors import ContextExceeded, ProviderError
 from agentd.images import request_safe
-from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage, is_local
+from agentd.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    OnEvent,
+    StreamEvent,
+    Usage,
+    import_off_loop,
+    is_local,
+)
 from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 
 log = logging.getLogger("agentd.providers.anthropic")
@@ -492,8 +500,7 @@ class AnthropicProvider:
         Raises `ProviderError` (retryable for 429, 5xx, 529, a mid-stream error event, a dropped connection or a
         stream that ends without `message_stop`).
         """
-        import anthropic
-
+        anthropic = await import_off_loop("anthropic")
         client = self._get_client()
         acc = MessageAccumulator()
         body = wire_body(request)

@@ -1,6 +1,7 @@
 """The Provider protocol, usage accounting types and agentd's retry loop (CONTRACTS.md §6).
 
-Owns: `Usage`, `ModelRequest`, `ModelResponse`, `StreamEvent`, `Provider`, `run_with_retries`.
+Owns: `Usage`, `ModelRequest`, `ModelResponse`, `StreamEvent`, `Provider`, `run_with_retries`,
+`import_off_loop` (how a provider module loads its SDK on first use).
 Must not import an SDK (anthropic/openai are imported lazily by their own modules only).
 
 History format everywhere in agentd is the Anthropic Messages form: a message is
@@ -10,10 +11,14 @@ History format everywhere in agentd is the Anthropic Messages form: a message is
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import ipaddress
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, Literal, Protocol
 from urllib.parse import urlparse
 
@@ -21,6 +26,16 @@ from agentd.clock import Clock
 from agentd.errors import ProviderError
 
 log = logging.getLogger("agentd.providers")
+
+
+async def import_off_loop(name: str) -> ModuleType:
+    """The module `name` (an SDK), imported in a worker thread the first time: importing `anthropic` takes
+    0.3-2 s of CPU, which on the event loop stalled every session of a shared daemon (issue 16). Also waits
+    off the loop while another thread is still importing it. Raises ImportError."""
+    module = sys.modules.get(name)
+    if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return module
+    return await asyncio.to_thread(importlib.import_module, name)
 
 
 @dataclass

@@ -64,7 +64,7 @@ from agentd.providers.anthropic import (
     provider_error_for_status,
     scrub,
 )
-from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage
+from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage, import_off_loop
 from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 from agentd.providers.text_calls import (
     MAX_MALFORMED_ROUNDS,
@@ -580,7 +580,7 @@ class OpenAICompatProvider:
                 raise
 
     async def _stream(self, request: ModelRequest, on_event: OnEvent) -> ModelResponse:
-        import openai
+        openai = await import_off_loop("openai")
 
         client = self._get_client()
         acc = ChatAccumulator(

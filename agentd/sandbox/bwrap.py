@@ -12,7 +12,8 @@ terminal (no TIOCSTI injection). Mount order: `/` read-only, private `/tmp`, `/v
 also hides the sockets of docker, D-Bus, systemd and ssh-agent), the policy's `visible` paths that lie in
 them bound back read-only (the program's own installation, `sandbox.readable`: never a private folder
 itself), the writable roots (a workspace under `/tmp` included), the hidden paths, then the read-only
-paths inside the roots. Imports only the standard library and `agentd.sandbox.policy`.
+paths inside the roots (every protected path there: `agentd.sandbox.guard` finds them and makes empty
+stand-ins for the absent ones). Imports only the standard library and `agentd.sandbox.policy`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ returns the command line to start (in a new session, stdin from /dev/null) and w
 - sandbox off or missing (`"auto"`), or the call asked to run outside it: on Linux the reaper helper
   (`agentd/sandbox/reaper.py`) around `argv`, so what the command leaves still dies with it;
 - `"required"` with no sandbox, or a request to leave it: `SandboxRefused` (nothing runs).
+A bubblewrap launch carries its `agentd.sandbox.guard.Guard` (the protected paths inside the workspace);
+the caller calls `Launch.finish()` once the process has exited (a command: stand-ins removed, created
+protected paths moved away; an MCP server from the user's configuration gets the read-only binds only).
 In the sandbox the program's own installation stays visible even under `/tmp` or `/run`
 (`agentd.sandbox.visible`). Used by `run_command` and for the stdio MCP servers agentd starts. Imports
 only the standard library and `agentd.sandbox`; never pygls, lsprotocol, acp or agentd.adapters.
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentd.sandbox.bwrap import bwrap_argv
+from agentd.sandbox.guard import Guard, readonly_hint
 from agentd.sandbox.policy import SandboxPolicy
 from agentd.sandbox.seatbelt import seatbelt_argv
 from agentd.sandbox.status import SandboxMode, SandboxStatus
@@ -38,11 +42,16 @@ class SandboxRefused(Exception):
 @dataclass(frozen=True)
 class Launch:
     """What to start: `argv`; `sandboxed`: inside the sandbox; `tmpdir`: a private temporary folder the
-    caller removes afterwards (macOS only)."""
+    caller removes afterwards (macOS only); `guard`: the protected-path guard (bubblewrap only)."""
 
     argv: list[str]
     sandboxed: bool
     tmpdir: Path | None = None
+    guard: Guard | None = None
+
+    def finish(self) -> list[str]:
+        """After the process exited: the guard's lines for the result (`Guard.finish`); call once."""
+        return self.guard.finish() if self.guard is not None else []
 
 
 class Launcher:
@@ -83,15 +92,22 @@ class Launcher:
             )
         if self.active and not unsandboxed:
             policy = self.policy.with_network(network or self.policy.network)
-            return self._sandboxed(argv, cwd, policy.with_visible(program_paths(argv, config_env)))
+            policy = policy.with_visible(program_paths(argv, config_env))
+            return self._sandboxed(argv, cwd, policy, after=config_env is None)
         return self._guarded(argv)
 
-    def _sandboxed(self, argv: list[str], cwd: Path, policy: SandboxPolicy) -> Launch:
+    def readonly_hint(self) -> str:
+        """The line for a sandboxed command that failed on a read-only path: what is protected and how to
+        ask for more (`agentd.sandbox.guard.readonly_hint`)."""
+        return readonly_hint(self.mode == "required")
+
+    def _sandboxed(self, argv: list[str], cwd: Path, policy: SandboxPolicy, *, after: bool) -> Launch:
         if self.status.backend == "seatbelt":
             tmp = Path(tempfile.mkdtemp(prefix="agentd-cmd-"))
             return Launch(seatbelt_argv(policy, tmp, argv), True, tmp)
         assert self.status.path is not None
-        return Launch(bwrap_argv(self.status.path, policy, cwd, argv), True)
+        guard = Guard(policy, after=after)
+        return Launch(bwrap_argv(self.status.path, guard.policy(), cwd, argv), True, guard=guard)
 
     def _guarded(self, argv: list[str]) -> Launch:
         if self.status.cleanup == "subreaper" and sys.platform.startswith("linux"):

@@ -1,8 +1,10 @@
 """What a sandboxed process may touch (issue 12 §1): one `SandboxPolicy` per session, for every backend.
 
 Owns: `SandboxPolicy` and `build_policy()`. Inside the sandbox the workspace roots (and `sandbox.writable`)
-are writable; `.git`, `.agentd` and shell start-up files inside them are read-only; agentd's data dir, the
-user config dir and the credential stores (`agentd.permissions.protected`) are not visible; the rest of the
+are writable, but not the protected paths inside them (`agentd.permissions.protected`: `.git`, `.agentd`,
+editor configuration at any depth; shell start-up files; made unwritable per launch by
+`agentd.sandbox.guard`, also when they do not exist yet); agentd's data dir, the user config dir and the
+credential stores are not visible; the rest of the
 file system is read-only; `/tmp` is private, except the `visible` paths (`sandbox.readable`, and per launch
 the program's own installation: `agentd.sandbox.visible`), shown read-only; the network is off unless
 `network` is true.
@@ -17,15 +19,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentd.permissions.protected import ProtectedPaths
+from agentd.permissions.protected import Kind, ProtectedPaths
 
 
 @dataclass(frozen=True)
 class SandboxPolicy:
     """Real, existing paths. `writable`: folders bound read-write; `readonly`: paths inside them bound
-    read-only again; `hidden`: folders replaced by an empty folder; `hidden_files`: files replaced by an
-    empty file; `network`: whether the process shares agentd's network; `visible`: paths shown read-only
-    even under a private folder (`/tmp`, `/run`), below the writable and hidden ones."""
+    read-only again (filled per launch by `agentd.sandbox.guard`); `hidden`: folders replaced by an empty
+    folder; `hidden_files`: files replaced by an empty file; `network`: whether the process shares
+    agentd's network; `visible`: paths shown read-only even under a private folder (`/tmp`, `/run`),
+    below the writable and hidden ones. `guarded`: the protected paths at fixed places inside the
+    writable folders, existing or not, with what stands in for an absent one
+    (`ProtectedPaths.fixed_inside`); `quarantine`: where a protected path a command created is moved
+    (`<data dir>/quarantine`; None: a folder under the system's temporary folder)."""
 
     writable: tuple[Path, ...]
     readonly: tuple[Path, ...] = ()
@@ -33,6 +39,8 @@ class SandboxPolicy:
     hidden_files: tuple[Path, ...] = ()
     network: bool = False
     visible: tuple[Path, ...] = ()
+    guarded: tuple[tuple[Path, Kind], ...] = ()
+    quarantine: Path | None = None
 
     def with_network(self, network: bool) -> SandboxPolicy:
         return dataclasses.replace(self, network=network)
@@ -69,9 +77,10 @@ def build_policy(
     visible (hiding it would hide the workspace); one inside a root, or inside a readable path, is still
     hidden."""
     writable = _real_existing([*roots, *extra_writable])
-    readonly = _real_existing(p for root in writable for p in protected.readonly_inside(root))
+    guarded = tuple(dict.fromkeys(g for root in writable for g in protected.fixed_inside(root)))
     hidden = [h for h in _real_existing(protected.hidden()) if not any(_contains(h, w) for w in writable)]
     dirs = tuple(h for h in hidden if h.is_dir())
     files = tuple(h for h in hidden if not h.is_dir())
     shown = tuple(_real_existing(readable))
-    return SandboxPolicy(tuple(writable), tuple(readonly), dirs, files, network, shown)
+    quarantine = protected.data_dir / "quarantine" if protected.data_dir else None
+    return SandboxPolicy(tuple(writable), (), dirs, files, network, shown, guarded, quarantine)

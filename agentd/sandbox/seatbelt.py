@@ -4,16 +4,19 @@ Owns: `seatbelt_profile()` (a `SandboxPolicy` as an SBPL profile) and `seatbelt_
 denies by default, then allows reading the file system, writing the writable roots and a private temporary
 folder (passed as the `TMPDIR` parameter), running and signalling processes of the same sandbox, and the
 mach/sysctl services ordinary tools need; it denies reads and writes of the hidden paths, writes of the
-read-only paths inside the roots, and every network use unless `policy.network`. macOS has no pid
+read-only paths inside the roots, and every network use unless `policy.network`. Protected paths
+(`agentd.permissions.protected`) are denied by path, so also when they do not exist yet: the fixed ones
+(`policy.guarded`) by name, every `ANYWHERE` name (`.git`, `.vscode`, ...) at any depth by a regex. macOS has no pid
 namespace and no subreaper: processes that leave the process group are not tracked (named by
 `agentd doctor`). Not exercised by the Linux CI: the profile text is unit-tested, the behaviour is not.
-Imports only the standard library and `agentd.sandbox.policy`.
+Imports only the standard library, `agentd.permissions.protected` and `agentd.sandbox.policy`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from agentd.permissions.protected import ANYWHERE
 from agentd.sandbox.policy import SandboxPolicy
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
@@ -45,8 +48,11 @@ def seatbelt_profile(policy: SandboxPolicy) -> str:
         lines.append(f"(allow file-write* (subpath {_quote(w)}))")
     if policy.network:
         lines.append("(allow network*)")
-    for r in policy.readonly:
+    for r in (*policy.readonly, *(p for p, _ in policy.guarded)):
         lines.append(f"(deny file-write* (subpath {_quote(r)}))")
+    for name in ANYWHERE:  # names are letters and dots only: escaping the dots is enough
+        pattern = "/" + name.replace(".", "\\.") + "(/|$)"
+        lines.append(f'(deny file-write* (regex #"{pattern}"))')
     for h in policy.hidden:
         lines.append(f"(deny file-read* file-write* (subpath {_quote(h)}))")
     for h in policy.hidden_files:

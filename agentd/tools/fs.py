@@ -13,6 +13,7 @@ Imports only the standard library, pydantic and `agentd.tools`; never pygls, lsp
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import io
 import os
@@ -190,6 +191,12 @@ async def _scan(
         data = buf.encode("utf-8", "surrogatepass")
         window = _window(io.BytesIO(data), len(data), offset, limit, ctx.read_max_bytes)
         return "buffer", data[:BINARY_SNIFF_BYTES], window
+    return await asyncio.to_thread(_scan_disk, raw, ctx, offset, limit)  # off the loop: a big file (issue 16)
+
+
+def _scan_disk(
+    raw: str, ctx: ToolContext, offset: int, limit: int | None
+) -> tuple[str, bytes, tuple[bytes, int, int]]:
     with open_for_read(raw, ctx.workspace) as f:
         sniff = f.read(BINARY_SNIFF_BYTES)
         f.seek(0)
@@ -232,8 +239,11 @@ class ListDir(PathTool):
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         real = resolve_in_workspace(args.path, ctx.workspace, for_write=False)
         try:
-            out, truncated = list_tree(
-                args.path, ctx.workspace, min(args.depth, LIST_MAX_DEPTH), LIST_MAX_ENTRIES
+            (
+                out,
+                truncated,
+            ) = await asyncio.to_thread(  # off the loop: big trees, big .gitignore files (issue 16)
+                list_tree, args.path, ctx.workspace, min(args.depth, LIST_MAX_DEPTH), LIST_MAX_ENTRIES
             )
         except OSError as exc:
             return os_error(args.path, exc)

@@ -34,9 +34,25 @@ def read_gitignore(dfd: int) -> tuple[pathspec.GitIgnoreSpec | None, StatKey | N
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None, None
-        data = f.read(GITIGNORE_MAX_BYTES)
-    spec = pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
-    return spec, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        spec = _PARSED.get((st.st_dev, key))
+        if spec is None:
+            data = f.read(GITIGNORE_MAX_BYTES)
+            spec = pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
+            _remember((st.st_dev, key), spec)
+    return spec, key
+
+
+_PARSED: dict[tuple[int, StatKey], pathspec.GitIgnoreSpec] = {}  # parsed once per file version (issue 16)
+_PARSED_MAX = 64
+
+
+def _remember(key: tuple[int, StatKey], spec: pathspec.GitIgnoreSpec) -> None:
+    """Keep a parsed `.gitignore` for the next walk (list_dir, every checkpoint scan): parsing a 0.8 MB one
+    takes seconds. A changed file has another key (size, times, inode); the oldest entry goes first."""
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.pop(next(iter(_PARSED)), None)
+    _PARSED[key] = spec
 
 
 def with_gitignore(specs: Specs, base: str, dfd: int) -> Specs:

@@ -7,7 +7,9 @@ credential variables (`agentd.sandbox.env`). `ctx.launcher` (`agentd.sandbox.Lau
 sandbox (bubblewrap / sandbox-exec), or under the process-lifetime helper, so every process the command
 starts dies with it, also those that leave its group (`setsid`, double forks) and also when agentd dies.
 On timeout, on asyncio cancellation, and for background jobs left when the shell exits, the whole group
-gets SIGTERM, then SIGKILL 0.5 s later. Path rules cannot see inside a command (B10): containment is the
+gets SIGTERM, then SIGKILL 0.5 s later. In the sandbox, protected paths inside the workspace stay
+unwritable (`agentd.sandbox.guard`); the result names what the guard moved away, and a write refused on
+a read-only path says what is protected and how to ask to write it (`unsandboxed`). Path rules cannot see inside a command (B10): containment is the
 permission gate's "ask" or the sandbox, not this module's. Imports only the standard library, pydantic,
 `agentd.sandbox` and `agentd.tools.base`; never pygls, lsprotocol, acp or `agentd.adapters`.
 """
@@ -274,8 +276,10 @@ class RunCommand(Tool):
             return ToolOutput(
                 content=f"run_command could not start: {err}", is_error=True, title=self.title(args)
             )
-        try:
-            launch = launcher_of(ctx).launch(
+        launcher = launcher_of(ctx)
+        try:  # in a thread: the sandbox's guard walks the workspace (agentd.sandbox.guard)
+            launch = await asyncio.to_thread(
+                launcher.launch,
                 [shell, "-c", args.command],
                 ctx.root,
                 network=args.network,
@@ -284,10 +288,14 @@ class RunCommand(Tool):
         except SandboxRefused as exc:
             return ToolOutput(content=str(exc), is_error=True, title=self.title(args))
         try:
-            return await self._run(args, ctx, launch, capture, timeout)
+            out = await self._run(args, ctx, launch, capture, timeout)
         finally:
-            if launch.tmpdir is not None:
-                shutil.rmtree(launch.tmpdir, ignore_errors=True)
+            try:
+                notes = await asyncio.to_thread(launch.finish)
+            finally:
+                if launch.tmpdir is not None:
+                    shutil.rmtree(launch.tmpdir, ignore_errors=True)
+        return _noted(out, launch, launcher, notes)
 
     async def _run(
         self, args: Any, ctx: ToolContext, launch: Launch, capture: OutputCapture, timeout: float
@@ -371,6 +379,18 @@ class RunCommand(Tool):
                 "truncated": capture.truncated,
             },
         )
+
+
+def _noted(out: ToolOutput, launch: Launch, launcher: Launcher, notes: list[str]) -> ToolOutput:
+    """The result with the sandbox's lines: protected paths the command created and agentd moved away
+    (the result is then an error), or, for a sandboxed command that met a read-only path, what is
+    protected and how to ask to write it (docs/security.md, "Protected paths in the sandbox")."""
+    if not notes and launch.sandboxed and "Read-only file system" in out.content:
+        notes = [launcher.readonly_hint()]
+    if notes:
+        out.content += "\n" + "\n".join(notes)
+        out.is_error = out.is_error or (launch.guard is not None and launch.guard.moved > 0)
+    return out
 
 
 def _signal_name(num: int) -> str:

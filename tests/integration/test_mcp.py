@@ -106,8 +106,8 @@ async def test_listed_called_through_an_approval_audited_and_mapped(start: Any, 
     )  # fmt: skip
     assert await run.session.prompt([{"type": "text", "text": "use the server"}]) == "end_turn"
     names = [t["name"] for t in run.provider.requests[0]["tools"]]
-    assert names[-10:] == [f"mcp__demo__{n}" for n in ("add", "connect", "crash", "echo", "env", "fail",
-                                                      "picture", "read_text", "sleep", "write_text")]  # fmt: skip
+    assert names[-12:] == [f"mcp__demo__{n}" for n in ("add", "big", "connect", "crash", "echo", "env", "fail",
+                                                      "picture", "read_text", "refuse", "sleep", "write_text")]  # fmt: skip
     echo = next(t for t in run.provider.requests[0]["tools"] if t["name"] == "mcp__demo__echo")
     assert echo["description"] == "[MCP server demo] Return the text as given."
     assert echo["input_schema"]["required"] == ["text"]
@@ -250,6 +250,6 @@ def test_agentd_mcp_list(tmp_path: Path, workspace: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
     boxed = " (sandboxed)" if detect().available else ""  # stdio servers start in the sandbox (issue 12 §1)
-    assert lines[:2] == [f"demo  stdio{boxed}  running  10 tools", "  mcp__demo__add"]
-    assert lines[11:] == [f"nope  stdio{boxed}  failed", lines[12]]
-    assert lines[12].startswith("  FileNotFoundError") or "No such file" in lines[12]
+    assert lines[:2] == [f"demo  stdio{boxed}  running  12 tools", "  mcp__demo__add"]
+    assert lines[13:] == [f"nope  stdio{boxed}  failed", lines[14]]
+    assert lines[14].startswith("  FileNotFoundError") or "No such file" in lines[14]

@@ -3,7 +3,8 @@ over stdio: `python -m tests.mcp_servers.demo`. Tools: `echo` (text), `add` (num
 image and a resource link), `sleep` (blocks until cancelled or `seconds` pass), `env` (the value of one
 environment variable, to check what the server was given), `read_text`, `write_text` and `connect` (what
 the sandbox lets it read, write and reach), `crash` (the process exits at once), `fail` (an `isError`
-result). With `DEMO_FAIL_START=1` it writes to stderr and exits before serving."""
+result), `big` (a text of N MiB), `refuse` (a JSON-RPC error with data). With `DEMO_HTTP_PORT=N` it
+serves Streamable HTTP on 127.0.0.1:N instead (`DEMO_JSON=1`: JSON answers, not event streams). With `DEMO_FAIL_START=1` it writes to stderr and exits before serving."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types import ImageContent, ResourceLink, TextContent
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgAAIAAAUAAXpeqz8AAAAASUVORK5CYII="  # a 1x1 PNG: the model API takes only whole images
@@ -94,6 +96,18 @@ def crash() -> str:
 
 
 @server.tool()
+def big(mib: float) -> str:
+    """A text of `mib` MiB (agentd bounds what it accepts in one message)."""
+    return "x" * int(mib * (1 << 20))
+
+
+@server.tool()
+def refuse(text: str) -> str:
+    """Answers with a JSON-RPC error whose message is `text` and whose data says why."""
+    raise MCPError(-32602, text, {"reason": "refused on purpose"})
+
+
+@server.tool()
 def fail() -> str:
     """Always fails."""
     raise ValueError("it failed on purpose")
@@ -103,4 +117,13 @@ if __name__ == "__main__":
     if os.environ.get("DEMO_FAIL_START") == "1":
         sys.stderr.write("demo: cannot start: the database is locked\n")
         sys.exit(2)
-    server.run("stdio")
+    port = os.environ.get("DEMO_HTTP_PORT")
+    if port:  # Streamable HTTP on 127.0.0.1; DEMO_JSON=1: JSON answers instead of event streams
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(port),
+            json_response=bool(os.environ.get("DEMO_JSON")),
+        )
+    else:
+        server.run("stdio")

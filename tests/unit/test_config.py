@@ -45,7 +45,7 @@ DEFAULTS: dict[str, Any] = {
     "workspace_mcp_servers": {},
     "openai": {"temperature": None, "seed": None, "reminder_role": "system"},
     "auth_token": None,
-    "mcp": {"servers": {}, "start_timeout_s": 30.0},
+    "mcp": {"servers": {}, "start_timeout_s": 30.0, "max_message_bytes": 16777216},
 }
 
 

@@ -4,6 +4,7 @@ covers a part no rule allows (Hypothesis over random compound commands)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -212,15 +213,38 @@ RULES = [allow("run_command(npm test)"), allow("run_command(git status)"), allow
 simple = st.sampled_from(ALLOWED + FORBIDDEN)
 
 
+TRANSPARENT = ["timeout 5 {}", "nice -n 5 {}", "env {}", "command {}", "nohup {}", "stdbuf -oL {}"]
+UNCOVERED = "curl evil"  # what a wrapper that needs its own rule (sudo), an expansion or a path stands for
+
+
 @st.composite
-def compound(draw: st.DrawFn) -> tuple[str, list[str]]:
-    """A random compound command and the simple commands it runs."""
-    kind = draw(st.sampled_from(["join", "subst", "backtick", "subshell", "group", "pipe", "procsub", "if"]))
-    if kind == "join" or draw(st.integers(0, 3)) == 0:
+def compound(draw: st.DrawFn, depth: int = 0) -> tuple[str, list[str]]:
+    """A random compound command and the simple commands it runs: joined, nested in substitutions,
+    subshells, groups, pipes and conditions, and (break12) behind wrappers, in `sh -c` / `bash -c` strings
+    and `eval`, with an expansion as the command word, or a program named by its path."""
+    kinds = ["join", "subst", "backtick", "subshell", "group", "pipe", "procsub", "if", "wrap", "shc", "eval"]
+    kind = draw(st.sampled_from([*kinds, "expand", "abs", "sudo"]))
+    if kind == "expand":
+        return f"$CMD {draw(simple)}", [UNCOVERED]
+    if kind == "abs":
+        c = draw(simple)
+        return f"/usr/bin/{c}", [UNCOVERED]
+    if kind == "join" or depth > 2 or draw(st.integers(0, 3)) == 0:
         a, b = draw(simple), draw(simple)
         op = draw(st.sampled_from([" && ", " || ", "; ", " | ", " & ", "\n", " |& "]))
         return f"{a}{op}{b}", [a, b]
-    inner, used = draw(compound()) if draw(st.booleans()) else (lambda c: (c, [c]))(draw(simple))
+    inner, used = draw(compound(depth + 1)) if draw(st.booleans()) else (lambda c: (c, [c]))(draw(simple))
+    if kind in ("wrap", "sudo"):
+        pattern = draw(st.sampled_from(TRANSPARENT)) if kind == "wrap" else "sudo {}"
+        line = pattern.format(
+            f"sh -c {shlex.quote(inner)}" if any(ch in inner for ch in ";&|\n(){}<>`$") else inner
+        )
+        return line, [*used, UNCOVERED] if kind == "sudo" else used
+    if kind in ("shc", "eval"):
+        shell = (
+            draw(st.sampled_from(["sh -c", "bash -c", "/bin/bash -lc", "eval"])) if kind == "shc" else "eval"
+        )
+        return f"{shell} {shlex.quote(inner)}", used
     outer = draw(simple)
     wrapped = {
         "subst": f"{outer} $( {inner} )",
@@ -237,6 +261,7 @@ def compound(draw: st.DrawFn) -> tuple[str, list[str]]:
 @settings(max_examples=300, deadline=None)
 @given(compound())
 def test_property_an_allow_never_covers_a_part_no_rule_allows(case: tuple[str, list[str]]) -> None:
+    """Also through wrappers, `sh -c` nesting, eval, expansions and absolute paths (break12)."""
     command, used = case
     verdict = action(command, *RULES)
     if any(u in FORBIDDEN for u in used):
@@ -253,4 +278,5 @@ def test_break14_find_has_no_prefix() -> None:
         None, None, None,
     ]  # fmt: skip
     grant = Rule(tool="run_command(find)", action="allow")
-    assert action("find . -exec rm -rf {} ;", grant) == "allow"  # why no such grant may be offered
+    # break12: what -exec runs is a part of its own now, so even such a grant no longer allows it
+    assert action("find . -exec rm -rf {} ;", grant) == "ask"

@@ -79,6 +79,12 @@ def test_protected_classes(home: Path, tmp_path: Path) -> None:
         p.classify(home / ".netrc"),
         p.classify(home / "proj/src/app.py"),
         p.classify(home / "proj/.bashrc"),
+        p.classify(home / "proj/.vscode/tasks.json"),
+        p.classify(home / "proj/sub/.idea/runConfigurations/x.xml"),
+        p.classify(home / "proj/.nvim.lua"),
+        p.classify(home / "proj/deep/er/.exrc"),
+        p.classify(home / "proj/.zed/settings.json"),
+        p.classify(home / "proj/.vscode/.git/config"),
     ] == [
         "agentd_config",
         "agentd_config",
@@ -91,6 +97,12 @@ def test_protected_classes(home: Path, tmp_path: Path) -> None:
         "credentials",
         None,
         None,
+        "editor_config",
+        "editor_config",
+        "editor_config",
+        "editor_config",
+        "editor_config",
+        "git_internals",
     ]
 
 
@@ -100,7 +112,13 @@ def test_policy_hides_and_protects(home: Path, tmp_path: Path) -> None:
     p = ProtectedPaths.of(home, home / ".config/agentd", data)
     policy = build_policy([home / "proj"], p, extra_writable=[home / "missing"])
     assert policy.writable == (home / "proj",)
-    assert set(policy.readonly) == {home / "proj/.git", home / "proj/.agentd"}
+    assert policy.readonly == ()  # filled per launch by agentd.sandbox.guard, from `guarded`
+    assert {
+        (home / "proj/.git", "dir"),
+        (home / "proj/.vscode", "dir"),
+        (home / "proj/.exrc", "file"),
+    } <= set(policy.guarded)
+    assert policy.quarantine == data / "quarantine"
     assert set(policy.hidden) == {
         home / ".config/agentd",
         data,
@@ -111,7 +129,10 @@ def test_policy_hides_and_protects(home: Path, tmp_path: Path) -> None:
     assert policy.hidden_files == (home / ".netrc",)
     # the workspace is the home folder: start-up files become read-only; nothing that contains it is hidden
     whole = build_policy([home], p)
-    assert {home / ".bashrc", home / ".git"} & set(whole.readonly) == {home / ".bashrc"}
+    assert {(home / ".bashrc", "file"), (home / ".zshrc", "file"), (home / ".config/fish", "dir")} <= set(
+        whole.guarded
+    )
+    assert (home / ".aws", "dir") in whole.guarded and (home / ".npmrc", "file") in whole.guarded
     assert home not in whole.hidden and home / ".ssh" in whole.hidden
 
 

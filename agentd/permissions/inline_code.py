@@ -1,0 +1,171 @@
+"""Interpreters given their program on the command line or on their input (issue 12 §2, break12;
+docs/security.md §3).
+
+Owns: `interpreter()` (the family of a command name: `python3.11` -> `python`), `INTERPRETERS` and
+`inline_code()`: why an interpreter's invocation runs code that is not in a file agentd can name
+(`python -c`, `perl -e`, `node -e`, `ruby -e`, `php -r`, `deno eval`, an awk program that calls
+`system()` or pipes to a command, a sed script with GNU sed's `e` command or `s///e` flag, or a program
+read from the input: `python`, `python -`, `node` with no script), or None when it runs a named file or
+module (`python3 script.py`, `python3 -m pytest`). Pure; imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_FAMILY = re.compile(r"^(python|pypy|perl|ruby|php|lua|luajit|node|nodejs|Rscript|R|osascript|tclsh|wish|"
+                     r"pwsh|powershell|deno|bun|awk|gawk|mawk|nawk|sed|gsed)(\d[\d.]*)?$")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """`inline`: options whose value (or the rest of the invocation) is program text; `takes`: other
+    options that take a value; `clusters`: short options may be bundled (`perl -ne`, `python -Bc`);
+    `stdin`: with no script operand the program is read from the input."""
+
+    inline: frozenset[str]
+    takes: frozenset[str] = frozenset()
+    clusters: bool = True
+    stdin: bool = True
+
+
+def _spec(inline: str, takes: str = "", *, clusters: bool = True, stdin: bool = True) -> _Spec:
+    return _Spec(frozenset(inline.split()), frozenset(takes.split()), clusters, stdin)
+
+
+_SPECS: dict[str, _Spec] = {
+    "python": _spec("-c", "-W -X --check-hash-based-pycs"),
+    "pypy": _spec("-c", "-W -X"),
+    "perl": _spec("-e -E", "-I -M -m -x -0 -l -F -i -C -d -D"),
+    "ruby": _spec("-e", "-I -r -C -E -F -i -x -0 -l -W -T --encoding"),
+    "php": _spec("-r -B -R -F -E -a", "-c -d -z -f -t -S"),
+    "lua": _spec("-e", "-l"),
+    "luajit": _spec("-e", "-l -j -O -b"),
+    "node": _spec(
+        "-e --eval -p --print",
+        "-r --require --import --loader --experimental-loader -C --conditions --input-type --title",
+        clusters=False,
+    ),
+    "bun": _spec("-e --eval -p --print", "-r --preload --cwd --config", clusters=False),
+    "Rscript": _spec("-e", "", clusters=False, stdin=False),
+    "R": _spec("-e", "", clusters=False),
+    "osascript": _spec("-e", "-l -s", clusters=False),
+    "tclsh": _spec("", ""),
+    "wish": _spec("", ""),
+    "pwsh": _spec("-c -command -Command -ec -EncodedCommand -encodedcommand", "-f -File", clusters=False),
+}
+_SPECS["nodejs"], _SPECS["powershell"] = _SPECS["node"], _SPECS["pwsh"]
+INTERPRETERS = frozenset(_SPECS) | {"deno", "awk", "gawk", "mawk", "nawk", "sed", "gsed"}
+_STDIN_FILE = re.compile(r"^(-|/dev/stdin|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+)$")
+
+
+def interpreter(name: str) -> str | None:
+    """The interpreter family of a command name (`python3.11` -> `python`), or None."""
+    m = _FAMILY.match(name)
+    return m.group(1) if m else None
+
+
+def inline_code(family: str, argv: Sequence[str | None]) -> str | None:
+    """Why `argv` (an invocation of `family`) runs program text agentd cannot name, or None."""
+    if family in ("awk", "gawk", "mawk", "nawk"):
+        return _awk(argv)
+    if family in ("sed", "gsed"):
+        return _sed(argv)
+    if family == "deno":
+        sub = next((w for w in argv[1:] if w is None or not w.startswith("-")), "")
+        return f"`deno {sub}` runs inline code" if sub in (None, "eval", "repl") else None
+    spec = _SPECS.get(family)
+    return _generic(argv, spec) if spec is not None else None
+
+
+def _generic(argv: Sequence[str | None], spec: _Spec) -> str | None:
+    name = argv[0]
+    i = 1
+    while i < len(argv):
+        w = argv[i]
+        if w is None:
+            return f"`{name}` is given a word agentd cannot know before it runs"
+        if w == "--" or not w.startswith("-") or w == "-":
+            i += w == "--"
+            break
+        key = w.split("=", 1)[0]
+        if key in spec.inline or (spec.clusters and not w.startswith("--") and _bundles(w, spec)):
+            return f"`{name} {key}` runs inline code"
+        if w == "-m" and name and interpreter(name) in ("python", "pypy"):
+            return None  # python -m MODULE: a named module
+        i += 2 if key in spec.takes and "=" not in w else 1
+    if i >= len(argv):
+        return f"`{name}` reads its program from its input" if spec.stdin else None
+    script = argv[i]
+    if script is None or _STDIN_FILE.match(script):
+        return f"`{name}` runs a program from its input or an unknown file"
+    return None
+
+
+def _bundles(word: str, spec: _Spec) -> bool:
+    """`-ne` bundles `-e` (perl); `-Bc` bundles `-c` (python); an option taking a value ends the bundle."""
+    for ch in word[1:]:
+        if f"-{ch}" in spec.inline:
+            return True
+        if f"-{ch}" in spec.takes:
+            return False
+    return False
+
+
+def _awk(argv: Sequence[str | None]) -> str | None:
+    """awk's program (`-e`/`--source` or the first operand, unless `-f FILE`) runs a command through
+    `system()`, `cmd | getline` or `print | cmd`: unknowable when it contains `system` or `|`."""
+    programs: list[str | None] = []
+    has_file, i = False, 1
+    while i < len(argv):
+        w = argv[i]
+        if w is None or not w.startswith("-") or w == "-":
+            break
+        if w in ("-f", "--file", "-i", "--include", "-l", "--load"):
+            has_file, i = True, i + 2
+            continue
+        if w in ("-e", "--source"):
+            programs.append(argv[i + 1] if i + 1 < len(argv) else None)
+            i += 2
+            continue
+        i += 2 if w in ("-F", "-v", "--assign", "--field-separator") else 1
+        if w == "--":
+            break
+    if not programs and not has_file:
+        programs.append(argv[i] if i < len(argv) else None)
+    for program in programs:
+        if program is None or "system" in program or "|" in program:
+            return f"`{argv[0]}`'s program can run commands (system(), a pipe) or is not known"
+    return None
+
+
+_SED_E_CMD = re.compile(r"(?:^|[;\n{}!]|[\d$/])\s*e(?:\s|;|}|$)")
+_SED_E_FLAG = re.compile(r"s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[0-9gpiImMw]*e")
+
+
+def _sed(argv: Sequence[str | None]) -> str | None:
+    """GNU sed's `e` command and the `e` flag of `s` run shell commands; a script with either (or one
+    agentd cannot know) is unknowable."""
+    scripts: list[str | None] = []
+    i, has_file = 1, False
+    while i < len(argv):
+        w = argv[i]
+        if w is None or not w.startswith("-") or w == "-":
+            break
+        if w in ("-e", "--expression", "-f", "--file"):
+            if w in ("-e", "--expression"):
+                scripts.append(argv[i + 1] if i + 1 < len(argv) else None)
+            has_file = has_file or w in ("-f", "--file")
+            i += 2
+            continue
+        if w.startswith("--expression="):
+            scripts.append(w.split("=", 1)[1])
+        i += 1
+    if not scripts and not has_file:
+        scripts.append(argv[i] if i < len(argv) else None)
+    for s in scripts:
+        if s is None or _SED_E_CMD.search(s) or _SED_E_FLAG.search(s):
+            return f"`{argv[0]}`'s script can run commands (GNU sed's e) or is not known"
+    return None

@@ -1,0 +1,302 @@
+"""Protected paths inside the sandbox's writable folders (issue 12 §3; docs/security.md, "Protected paths
+in the sandbox").
+
+Owns: `Guard` (one per sandboxed launch), `survey()`, `created()` and `readonly_hint()`. The lists come
+from `agentd.permissions.protected` (`ANYWHERE`, `ProtectedPaths.fixed_inside`), never a copy. A
+bubblewrap launch is guarded three ways:
+- before: a walk of every writable folder (breadth first, within `WALK_BUDGET_S`) finds every existing
+  entry named in `ANYWHERE` at any depth; each is bound read-only (up to `MAX_BINDS`), as are the
+  existing `fixed_inside` paths;
+- an absent `fixed_inside` path (`.git` at the top of a workspace that has none, `.vscode`, a missing
+  `~/.bashrc` when the workspace holds the home folder) gets an empty stand-in, created here on the host
+  (a folder, or an empty file; at the first missing component of its path) and bound read-only, so the
+  command cannot create it; a stand-in is removed after the command when it is still the one created
+  here and still empty (shared by concurrent launches, counted);
+- after (for a command, not a long-lived MCP server): a second walk finds the protected entries the
+  command created where no stand-in could be (`sub/.git` in a folder it made, `a/b/.vscode`): each is
+  moved out of the workspace into the quarantine folder and named in the command's result. Every process
+  of the command is dead by then (the pid namespace), so nothing races the move from inside.
+Entries are told apart by (device, inode), so a folder the command renamed is not mistaken for a new one.
+Imports only the standard library, `agentd.permissions.protected` and `agentd.sandbox.policy`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import secrets
+import shutil
+import stat
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentd.permissions.protected import ANYWHERE, CLASS_TEXT, Kind
+from agentd.sandbox.policy import SandboxPolicy
+
+WALK_BUDGET_S = 2.0  # per walk; a workspace of ~100k folders takes about 1.5 s on a loaded 2-core machine
+MAX_BINDS = 512  # bwrap refuses more than 9000 arguments, and each bind costs start-up time
+
+Key = tuple[int, int]  # (st_dev, st_ino)
+
+
+@dataclass
+class Survey:
+    """What a walk found: `found` (existing protected entries, shallow first) and their keys; the folders
+    whose listing was read (`visited`) and those seen at all (`seen`); `complete`: within the budget."""
+
+    found: list[Path] = field(default_factory=list)
+    found_keys: set[Key] = field(default_factory=set)
+    visited: set[Key] = field(default_factory=set)
+    seen: set[Key] = field(default_factory=set)
+    complete: bool = True
+
+
+def _skipped(path: Path, skip: Iterable[Path]) -> bool:
+    return any(path == s or s in path.parents for s in skip)
+
+
+def _inside(path: str, skip: tuple[str, ...]) -> bool:
+    """`_skipped` on strings (the walks build no `Path` per entry: that costs more than the walk)."""
+    return bool(skip) and any(path == s or path.startswith(s + os.sep) for s in skip)
+
+
+def survey(roots: Iterable[Path], skip: tuple[Path, ...], budget_s: float = WALK_BUDGET_S) -> Survey:
+    """Walk `roots` breadth first (symlinks not followed, `skip` and its insides not entered) for entries
+    named in `ANYWHERE`; stops after `budget_s` seconds with `complete` False. A folder's key is its
+    parent's device and its directory-entry inode, the same in `created()`."""
+    out = Survey()
+    skipped = tuple(str(p) for p in skip)
+    queue: deque[tuple[str, int, Key]] = deque()
+    for root in roots:
+        st = os.stat(root)
+        key = (st.st_dev, st.st_ino)
+        out.seen.add(key)
+        queue.append((str(root), st.st_dev, key))
+    deadline = time.monotonic() + budget_s
+    while queue:
+        if time.monotonic() > deadline:
+            out.complete = False
+            break
+        folder, dev, folder_key = queue.popleft()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        out.visited.add(folder_key)
+        for e in entries:
+            key = (dev, e.inode())
+            if e.name in ANYWHERE:
+                out.found.append(Path(e.path))
+                out.found_keys.add(key)
+            elif _is_dir(e) and key not in out.seen and not _inside(e.path, skipped):
+                out.seen.add(key)
+                queue.append((e.path, dev, key))
+    return out
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def created(
+    before: Survey, roots: Iterable[Path], skip: tuple[Path, ...], budget_s: float = WALK_BUDGET_S
+) -> tuple[list[Path], bool]:
+    """The protected entries under `roots` that `before` did not find: in a folder `before` listed, or in
+    a folder made since; folders seen but not listed before (its budget ran out) are not judged. Returns
+    them (shallowest first) and whether the walk finished within `budget_s`."""
+    found: list[Path] = []
+    skipped = tuple(str(p) for p in skip)
+    queue: deque[tuple[str, int, bool]] = deque()
+    for root in roots:
+        st = os.stat(root)
+        if (st.st_dev, st.st_ino) in before.visited:  # else its listing is unknown: nothing to judge
+            queue.append((str(root), st.st_dev, False))
+    deadline = time.monotonic() + budget_s
+    while queue:
+        if time.monotonic() > deadline:
+            return found, False
+        folder, dev, new = queue.popleft()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            key = (dev, e.inode())
+            if e.name in ANYWHERE:
+                if key not in before.found_keys:
+                    found.append(Path(e.path))
+            elif _is_dir(e) and not _inside(e.path, skipped):
+                if new or key not in before.seen:
+                    queue.append((e.path, dev, True))
+                elif key in before.visited:
+                    queue.append((e.path, dev, False))
+    return found, True
+
+
+@dataclass
+class _Held:
+    count: int
+    key: Key
+
+
+class _StandIns:
+    """The empty stand-ins on the host, shared by concurrent launches of this process."""
+
+    def __init__(self) -> None:
+        self._held: dict[Path, _Held] = {}
+        self._lock = threading.Lock()
+
+    def hold(self, path: Path, kind: Kind) -> Key | None:
+        """Create (or share) the stand-in at `path`; None when something else exists there now."""
+        with self._lock:
+            held = self._held.get(path)
+            if held is not None:
+                held.count += 1
+                return held.key
+            try:
+                if kind == "dir":
+                    os.mkdir(path, 0o755)
+                else:
+                    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+                st = os.lstat(path)
+            except OSError:
+                return None
+            self._held[path] = _Held(1, (st.st_dev, st.st_ino))
+            return self._held[path].key
+
+    def release(self, path: Path) -> None:
+        """Drop one use; the last removes the stand-in if it is still ours and empty (else it is kept)."""
+        with self._lock:
+            held = self._held[path]
+            held.count -= 1
+            if held.count > 0:
+                return
+            del self._held[path]
+            with contextlib.suppress(OSError):
+                st = os.lstat(path)
+                if (st.st_dev, st.st_ino) != held.key:
+                    return
+                if stat.S_ISDIR(st.st_mode):
+                    os.rmdir(path)  # fails when not empty: kept
+                elif st.st_size == 0:
+                    os.unlink(path)
+
+
+STAND_INS = _StandIns()
+
+
+def _first_missing(path: Path, root: Path) -> Path:
+    """The shallowest component of `path` (below `root`) that does not exist."""
+    for p in [*reversed(path.parents), path]:
+        if (p == root or root in p.parents) and p != root and not os.path.lexists(p):
+            return p
+    return path
+
+
+class Guard:
+    """The protected-path guard of one sandboxed launch (see the module docstring). `policy()` is the
+    launch's policy with the read-only binds; `finish()` runs once the process has exited."""
+
+    def __init__(self, policy: SandboxPolicy, *, after: bool = True) -> None:
+        self._base, self._after = policy, after
+        self._skip = (*policy.hidden, *policy.hidden_files)
+        self._roots = [w for w in policy.writable if w.is_dir()]
+        self._survey = survey(self._roots, self._skip, WALK_BUDGET_S)
+        self._held: list[Path] = []
+        self.moved = 0  # protected paths the command created, moved away by finish()
+        binds = [p for p in self._survey.found if not _skipped(p, self._skip)]
+        spots: dict[Path, Kind] = {}  # where a stand-in goes, judged before any is made
+        for target, kind in policy.guarded:
+            root = next((r for r in self._roots if r in target.parents), None)
+            if root is None or _skipped(target, self._skip):
+                continue
+            if os.path.lexists(target):
+                binds.append(target)
+                continue
+            spot = _first_missing(target, root)
+            spots.setdefault(spot, kind if spot == target else "dir")
+        for spot, kind in spots.items():
+            if _skipped(spot, [s for s in spots if s != spot]):
+                continue  # inside another stand-in: covered by it
+            key = STAND_INS.hold(spot, kind) if after else None
+            if key is not None:
+                self._held.append(spot)
+                self._survey.found_keys.add(key)
+            elif os.path.lexists(spot):
+                binds.append(spot)
+        binds = list(dict.fromkeys([*binds, *self._held]))
+        self.unguarded = binds[MAX_BINDS:]
+        self._binds = tuple(binds[:MAX_BINDS])
+
+    def policy(self) -> SandboxPolicy:
+        return dataclasses.replace(self._base, readonly=(*self._base.readonly, *self._binds))
+
+    def finish(self) -> list[str]:
+        """Remove the stand-ins, move what the command created among protected paths into quarantine;
+        the lines to add to the command's result (empty: nothing to say). Call once."""
+        notes: list[str] = []
+        try:
+            if self._after:
+                notes = self._check()
+        finally:
+            for spot in self._held:
+                STAND_INS.release(spot)
+            self._held = []
+        return notes
+
+    def _check(self) -> list[str]:
+        made, whole = created(self._survey, self._roots, self._skip, WALK_BUDGET_S)
+        notes = [self._quarantine(p) for p in made]
+        if not (self._survey.complete and whole) or self.unguarded:
+            notes.append(
+                f"[sandbox: the workspace is too large to search for protected paths within"
+                f" {WALK_BUDGET_S:g} s (or holds more than {MAX_BINDS}); those beyond were not guarded]"
+            )
+        return notes
+
+    def _quarantine(self, path: Path) -> str:
+        cls = ANYWHERE[path.name][0]
+        root = next((r for r in self._roots if r in path.parents), path.parent)
+        rel = path.relative_to(root)
+        top = self._base.quarantine or Path(tempfile.gettempdir()) / f"agentd-quarantine-{os.getuid()}"
+        stamp = top / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
+        dest = stamp / rel
+        try:
+            top.mkdir(mode=0o700, parents=True, exist_ok=True)
+            stamp.mkdir(mode=0o700)  # 0700 like every folder of the data dir (docs/sessions.md)
+            os.chmod(stamp, 0o700)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), str(dest))
+        except OSError as exc:
+            return f"[sandbox: the command created {rel}, {CLASS_TEXT[cls]}; agentd could not move it away: {exc}]"
+        self.moved += 1
+        return (
+            f"[sandbox: the command created {rel}, {CLASS_TEXT[cls]}, which the sandbox may not write;"
+            f" agentd moved it to {dest}. To write it, run the command outside the sandbox (unsandboxed:"
+            f" true; the user is asked).]"
+        )
+
+
+def readonly_hint(required: bool) -> str:
+    """The line added to a sandboxed command's failed result that met a read-only path."""
+    names = ", ".join(n for n, (c, k) in ANYWHERE.items() if k == "dir")
+    how = (
+        'sandbox = "required" lets no command run outside the sandbox here: ask the user to run it.'
+        if required
+        else "to run a command that must write one of them (git commit, git init), call run_command again"
+        " with unsandboxed: true; the user is asked to approve."
+    )
+    return (
+        "[sandbox: the command met a read-only path. Only the workspace is writable, and in it the"
+        f" protected paths stay read-only ({names}, .nvim.lua, shell start-up files, at any depth, also"
+        f" new ones); {how}]"
+    )

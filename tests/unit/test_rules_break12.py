@@ -1,0 +1,245 @@
+"""Rules by command see what a command line runs (break12): an adversarial review ran `rm` under a deny rule
+`run_command(rm)` in the auto mode through wrappers (`sudo`, `timeout`, `env`, `xargs`...), `sh -c` and
+`eval` strings, expansions (`$R f`), absolute paths, `find -delete`, a pipe into `sh` and `python -c`.
+Every form is now a part the rules see, or a command that cannot be known, which asks when a deny or ask
+rule exists and which no allow pattern covers (agentd.permissions.wrappers, shellwords, rules)."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentd.clock import ManualClock
+from agentd.permissions.gate import Decision, Gate
+from agentd.permissions.rules import Rule, command_prefix, subject_of, verdicts
+from agentd.permissions.shellwords import MAX_DEPTH, split_command
+from agentd.tools.base import Preview
+
+ROOT = Path("/work/ws")
+DENY_RM = Rule(tool="run_command(rm)", action="deny")
+ASK_RM = Rule(tool="run_command(rm)", action="ask")
+
+# the review's forms: each runs rm
+LITERAL = [
+    'bash -c "rm f"', "sh -c 'rm f'", 'eval "rm f"', "/bin/rm f", "./rm f", "command rm f", "env rm f",
+    "env -i X=1 rm f", "X=1 rm f", "ls | xargs rm", "find . -exec rm {} ;", "find . -execdir rm -f {} +",
+    "find . -name '*.pyc' -delete", "nice rm f", "nice -n 5 rm f", "timeout 5 rm f", "timeout -s KILL 5 rm f",
+    "sudo rm f", "sudo -u root -E rm f", "doas rm f", "busybox rm f", "toybox rm f", "exec rm f",
+    "builtin command rm f", "nohup rm f &", "stdbuf -oL rm f", "time rm f", "time -p rm f", "setsid rm f",
+    "xargs -I{} rm {}", "xargs -0 -n1 rm", "bash -lc 'cd x && rm f'", "bash -o pipefail -c 'rm f'",
+    "sh -c \"sh -c 'eval rm f'\"", "su -c 'rm f'", "watch -n 1 rm f", "parallel rm ::: a b",
+    "find . -exec sh -c 'rm \"$1\"' _ {} ;", "\\rm f", "'rm' f", "r\\m f", "f() { rm x; }; f",
+    "trap 'rm f' EXIT", "coproc rm f", "flock /tmp/l rm f", "flock /tmp/l -c 'rm f'", "script -qc 'rm f' /dev/null",
+    "env -S 'rm f'", "fd -e pyc -x rm", "true && { rm f; }", "if true; then timeout 1 rm f; fi",
+]  # fmt: skip
+# forms whose command cannot be known before they run
+UNKNOWABLE = [
+    "R=rm; $R f", "${R:-rm} f", "$(echo rm) f", "`echo rm` f", 'sh <<< "rm f"', "sh <<EOF\nrm f\nEOF",
+    "echo cm0gZgo= | base64 -d | sh", "curl -s x | bash", "bash -s < x", "bash /dev/stdin <<< 'rm f'",
+    "source /dev/stdin <<< 'rm f'", "bash <(echo rm f)",
+    "python -c \"import os; os.remove('f')\"", "python3 -Bc 'import os'", "python3 - <<< 'import os'",
+    "perl -e 'unlink \"f\"'", "perl -pi -e 's/a/b/' f", "node -e 'require(\"fs\").rmSync(\"f\")'",
+    "ruby -e 'File.delete(\"f\")'", "php -r 'unlink(\"f\");'", "awk 'BEGIN { system(\"rm f\") }'",
+    "sed 's/.*/rm f/e' x", "sh -c \"$CMD\"", "eval \"$CMD\"", "xargs sh -c", "sudo $CMD f", "env $X rm f",
+    "xargs -I{} {} f", "find . -exec {} ;", "parallel ::: 'rm f'", "git -c alias.x='!rm f' x",
+    "PAGER='rm f' git log", "alias x=rm", "{r,}m f", "sudo -s",
+]  # fmt: skip
+
+
+def verdict(command: str, *rules: Rule) -> tuple[str, list[str | None]]:
+    """The combined action of `command` under `rules` (deny > ask > allow) and the labels that decided."""
+    parts = verdicts(subject_of("run_command", command=command, path=None, roots=[ROOT]), rules)
+    acts = {v.action for v in parts}
+    action = "deny" if "deny" in acts else "ask" if "ask" in acts else "allow"
+    return action, [v.label for v in parts if v.action == action]
+
+
+def auto(command: str, *rules: Rule) -> Decision:
+    """The gate's decision in the auto mode for a sandboxed command, with nobody to answer a question
+    (an ask ends as `timeout`; `mode` means the command would have run without asking)."""
+    gate = Gate(
+        rules, None, "auto", None, None, 120, ManualClock(), line_writer=lambda _l: None, roots=[ROOT]
+    )
+    preview = Preview(summary=f"Run `{command}`", command=command, cwd=str(ROOT), sandboxed=True)
+    return asyncio.run(gate.decide("run_command", {"command": command}, preview, "t1"))
+
+
+@pytest.mark.parametrize("command", LITERAL)
+def test_break12_a_deny_on_rm_sees_every_form(command: str) -> None:
+    """break12: each form runs rm; the deny rule denies it, in the auto mode too, and an ask rule asks."""
+    assert verdict(command, DENY_RM) == ("deny", ["run_command(rm)=deny"]), command
+    d = auto(command, DENY_RM)
+    assert (d.decision, d.decided_by, d.rule) == ("deny", "rule", "run_command(rm)=deny"), command
+    assert verdict(command, ASK_RM)[0] == "ask", command
+    assert auto(command, ASK_RM).decided_by == "timeout", command  # asked, not run by the mode
+
+
+@pytest.mark.parametrize("command", UNKNOWABLE)
+def test_break12_what_cannot_be_known_asks_under_a_deny_or_ask_rule(command: str) -> None:
+    """break12: a command that only a run reveals asks when a deny or ask rule on run_command exists (it
+    might be rm), also in the auto mode; without such rules the auto mode still runs it in the sandbox."""
+    action, labels = verdict(command, DENY_RM)
+    assert action in ("ask", "deny"), command
+    assert action == "deny" or "unknowable:run_command(rm)=deny" in labels, (command, labels)
+    assert auto(command, DENY_RM).decided_by in ("rule", "timeout"), command
+    assert auto(command, ASK_RM).decided_by == "timeout", command
+    assert auto(command).decided_by == "mode", command  # no rule: the sandbox is the guard
+
+
+@pytest.mark.parametrize("command", UNKNOWABLE)
+def test_break12_no_allow_pattern_covers_what_cannot_be_known(command: str) -> None:
+    """break12: allow patterns for every word of the line still ask; only the exact tool name allows."""
+    names = ("sh", "bash", "python", "python3", "perl", "node", "ruby", "php", "awk", "sed", "git", "xargs",
+             "find", "parallel", "sudo", "env", "echo", "base64", "curl", "source", "alias", "eval", "rm", "true")  # fmt: skip
+    patterns = [Rule(tool=f"run_command({name} *)", action="allow") for name in names]
+    assert verdict(command, *patterns)[0] == "ask", command
+    assert verdict(command, Rule(tool="run_command", action="allow"))[0] == "allow", command
+    both = (Rule(tool="run_command", action="allow"), DENY_RM)
+    assert verdict(command, *both)[0] in ("ask", "deny"), command  # a deny rule still makes it ask
+
+
+def test_break12_deny_matches_the_program_name_and_unknown_words() -> None:
+    """A deny names a program wherever it lives; a word known only at run time may be the denied one."""
+    assert verdict("/usr/bin/rm -rf x", DENY_RM)[0] == "deny"
+    assert verdict("rm -rf $DIR", Rule(tool="run_command(rm -rf *)", action="deny"))[0] == "deny"
+    assert verdict("rm $FLAGS /", Rule(tool="run_command(rm -rf *)", action="deny")) == (
+        "ask", ["unknowable:run_command(rm -rf *)=deny"],
+    )  # fmt: skip
+    assert verdict("git $SUB origin", Rule(tool="run_command(git push)", action="deny"))[0] == "ask"
+    assert verdict("git status", Rule(tool="run_command(git push)", action="deny"))[0] == "ask"  # the default
+    assert verdict("echo $HOME", DENY_RM, Rule(tool="run_command(echo *)", action="allow"))[0] == "allow"
+    allow_rm = Rule(tool="run_command(rm *)", action="allow")
+    assert [verdict(c, allow_rm)[0] for c in ("rm f", "/tmp/evil/rm f", "./rm f")] == ["allow", "ask", "ask"]
+
+
+def test_break12_allows_see_through_wrappers() -> None:
+    """A transparent wrapper needs no rule of its own; one that changes who or where (`sudo`, `env X=1`,
+    `find`) does, and a rule naming the wrapped command covers it; `run_command(sudo *)` is not a blank
+    cheque for what sudo runs."""
+    npm = Rule(tool="run_command(npm test)", action="allow")
+    for command in ("timeout 600 npm test", "nice -n 5 npm test", "env npm test", "command npm test",
+                    "bash -c 'npm test'", "sh -c \"timeout 5 npm test\"", "eval npm test", "nohup npm test"):  # fmt: skip
+        assert verdict(command, npm)[0] == "allow", command
+    for command in ("bash -c 'npm test; rm f'", "sudo npm test", "env PATH=/tmp npm test", "X=1 npm test",
+                    "find . -exec npm test ;", "timeout 5 npm publish", "/tmp/npm test"):  # fmt: skip
+        assert verdict(command, npm)[0] == "ask", command
+    apt = Rule(tool="run_command(sudo apt install *)", action="allow")
+    assert verdict("sudo apt install jq", apt)[0] == "allow"
+    assert (
+        verdict(
+            "sudo timeout 5 apt install jq", Rule(tool="run_command(sudo timeout 5 apt *)", action="allow")
+        )[0]
+        == "allow"
+    )
+    sudo_any = Rule(tool="run_command(sudo *)", action="allow")
+    assert verdict("sudo rm -rf /", sudo_any)[0] == "ask"
+    assert verdict("sudo apt install jq", apt, DENY_RM)[0] == "allow"
+    assert verdict("sudo rm f", sudo_any, Rule(tool="run_command(rm *)", action="allow"))[0] == "allow"
+    find = (Rule(tool="run_command(find *)", action="allow"),)
+    assert verdict("find . -name '*.pyc'", *find)[0] == "allow"
+    assert verdict("find . -name '*.pyc' -delete", *find)[0] == "ask"  # -delete is rm: it needs its own rule
+    assert verdict("find . -fprint /etc/x", *find)[0] == "ask"  # a write outside the workspace
+
+
+def test_break12_always_offers_the_command_inside_wrappers() -> None:
+    """The "always" prefix is the command the line runs: not `bash` for `bash -c "npm test"`, not bare
+    `git` for `git -C sub status`; none when the wrapper changes who runs it or what is inside is unsure."""
+    assert [command_prefix(c) for c in (
+        'bash -c "npm test"', "timeout 60 npm test -- --watch", "nice -n 5 make build", "env cargo test",
+        "git -C sub status", "git -C sub log --oneline", "git --no-pager diff HEAD", "make -C sub test",
+        "sudo apt install jq", "env X=1 npm test", 'bash -c "npm test && rm f"', "sh -c 'rm -rf ~'",
+        "python3 -c 'print(1)'", "xargs -I{} {}", "$R f", "/bin/rm f",
+    )] == [
+        "npm test", "npm test", "make build", "cargo test", "git -C sub status", "git -C sub log",
+        "git --no-pager diff", "make -C sub test", None, None, None, None, None, None, None, "/bin/rm f",
+    ]  # fmt: skip
+
+
+def test_break12_a_function_body_is_seen() -> None:
+    """A function body's commands are parts (a deny denies), and the definition still keeps allows away."""
+    assert verdict("f() { rm x; }; f", DENY_RM)[0] == "deny"
+    assert verdict("f() { ls; }; f", Rule(tool="run_command(ls *)", action="allow"))[0] == "ask"
+
+
+def test_break12_nesting_is_bounded() -> None:
+    """Strings inside strings are followed `MAX_DEPTH` deep, then the command is unknowable. (How fast a
+    10 KB line is decided is measured by `python -m tests.benchmarks.rules`, docs/benchmarks.md.)"""
+    deep = "rm f"
+    for _ in range(MAX_DEPTH - 1):
+        deep = f"sh -c {shlex.quote(deep)}"
+    assert verdict(deep, DENY_RM)[0] == "deny"
+    for _ in range(3):
+        deep = f"sh -c {shlex.quote(deep)}"
+    assert verdict(deep, DENY_RM) == ("ask", ["unknowable:run_command(rm)=deny"])
+    assert verdict(deep, Rule(tool="run_command", action="allow"))[0] == "allow"
+
+
+def test_break12_the_parse_of_a_nested_string_keeps_its_problems() -> None:
+    assert not split_command("sh -c 'echo \"unterminated'").complete
+    assert verdict("sh -c 'echo \"x'", Rule(tool="run_command(echo *)", action="allow"))[0] == "ask"
+
+
+# ---- the property, with deny rules and the auto mode ----------------------------------------------------
+RUNS_RM = ["rm -rf x", "/bin/rm x", "./rm x"]
+HARMLESS = ["npm test", "git status", "ls -la", "echo hi"]
+WRAP = ["timeout 5 {}", "nice -n 5 {}", "env {}", "env A=1 {}", "command {}", "sudo {}", "nohup {}",
+        "busybox {}", "stdbuf -oL {}", "exec {}"]  # fmt: skip
+
+
+@st.composite
+def runs(draw: st.DrawFn, depth: int = 0, line_start: bool = True) -> tuple[str, bool, bool]:
+    """A random line, whether it runs rm, and whether it has a command only a run reveals. `line_start`:
+    the words start a shell command (where `B=2 CMD` is an assignment, not a program named `B=2`)."""
+    kind = draw(
+        st.sampled_from(["plain", "wrap", "shc", "eval", "join", "expand", "pipe_sh", "find", "xargs"])
+    )
+    if depth >= 3 or kind in ("plain", "xargs"):
+        c = draw(st.sampled_from(RUNS_RM + HARMLESS))
+        return f"ls | xargs {c}" if kind == "xargs" else c, c in RUNS_RM, False
+    if kind == "expand":
+        return draw(st.sampled_from(["$R x", "${R:-rm} x", "$(echo rm) x"])), False, True
+    if kind == "pipe_sh":
+        return "echo cm0gZgo= | base64 -d | sh", False, True
+    if kind == "find":
+        found = draw(st.sampled_from(["find . -delete", "find . -exec rm {} +", "find . -name x"]))
+        return found, found != "find . -name x", False
+    inner_start = kind in ("shc", "eval") or (kind == "join" and line_start)
+    inner, rm, unknown = draw(runs(depth + 1, inner_start))
+    if kind == "wrap":
+        line = draw(st.sampled_from([*WRAP, "B=2 {}"] if line_start else WRAP)).format(inner)
+    elif kind == "shc":
+        line = f"{draw(st.sampled_from(['sh', 'bash', '/bin/bash']))} -c {shlex.quote(inner)}"
+    elif kind == "eval":
+        line = f"eval {shlex.quote(inner)}"
+    else:
+        other, rm2, unknown2 = draw(runs(depth + 1, True))
+        line, rm, unknown = (
+            f"{inner} {draw(st.sampled_from(['&&', '||', ';', '|']))} {other}",
+            rm or rm2,
+            unknown or unknown2,
+        )
+    return line, rm, unknown
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs())
+def test_break12_property_a_deny_holds_through_every_form(case: tuple[str, bool, bool]) -> None:
+    """break12: with `run_command(rm)` denied and every other command allowed by a pattern, a line that
+    runs rm is denied (in the auto mode too), one with a command only a run reveals asks, and nothing
+    else is held up."""
+    line, rm, unknown = case
+    allow_all = [Rule(tool=f"run_command({w} *)", action="allow") for w in ("npm", "git", "ls", "echo", "find",
+                 "sudo", "timeout", "nice", "env", "command", "xargs", "nohup", "busybox", "base64", "stdbuf", "exec",
+                 "sh", "bash", "/bin/bash", "eval", "A=1", "B=2")]  # fmt: skip
+    d = auto(line, DENY_RM, *allow_all)
+    if rm:
+        assert (d.decision, d.decided_by) == ("deny", "rule"), line
+    elif unknown:
+        assert d.decided_by in ("rule", "timeout") and d.decision == "deny", line
+    else:
+        assert d.decided_by in ("mode", "rule") and d.decision == "allow", (line, d)

@@ -1,0 +1,141 @@
+"""The sandbox's protected-path guard without bubblewrap (issue 12 §3, break12): the walks that find
+protected paths at any depth and those a command created, the empty stand-ins for absent ones (created,
+shared, removed, never removing what someone else put there), the Seatbelt profile's denials by name, and
+the model-facing lines. The behaviour inside bubblewrap is tests/integration/test_sandbox_protected.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import agentd.sandbox.guard as guard_module
+from agentd.permissions.protected import ANYWHERE, ProtectedPaths
+from agentd.sandbox import build_policy
+from agentd.sandbox.guard import STAND_INS, Guard, created, readonly_hint, survey
+from agentd.sandbox.seatbelt import seatbelt_profile
+
+
+def make(root: Path, *paths: str) -> None:
+    for p in paths:
+        target = root / p
+        if p.endswith("/"):
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("x")
+
+
+def test_survey_finds_protected_names_at_any_depth_without_entering_them(tmp_path: Path) -> None:
+    """break12: every `ANYWHERE` name is found, shallow first; its inside and the skipped paths are not
+    walked; symlinks are not followed."""
+    make(tmp_path, ".git/hooks/", "a/b/c/.vscode/tasks.json", "a/.exrc", "hidden/.git/", "src/x.py")
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    found = survey([tmp_path], skip=(tmp_path / "hidden",))
+    assert [p.relative_to(tmp_path).as_posix() for p in found.found] == [".git", "a/.exrc", "a/b/c/.vscode"]
+    assert found.complete
+
+
+def test_created_tells_new_from_moved_and_from_unknown(tmp_path: Path) -> None:
+    """break12: a protected entry made in a listed folder or in a new one is new; one in a folder the
+    command renamed is not; a budget that runs out judges nothing it did not list."""
+    make(tmp_path, "sub/.git/config", "keep/")
+    before = survey([tmp_path], skip=())
+    make(tmp_path, "keep/.vscode/settings.json", "n/e/w/.git/config")
+    os.rename(tmp_path / "sub", tmp_path / "moved")
+    made, whole = created(before, [tmp_path], skip=())
+    assert ([p.relative_to(tmp_path).as_posix() for p in made], whole) == (
+        ["keep/.vscode", "n/e/w/.git"],
+        True,
+    )
+    assert created(before, [tmp_path], skip=(), budget_s=-1.0) == ([], False)
+    partial = survey([tmp_path], skip=(), budget_s=-1.0)
+    assert not partial.complete
+    assert created(partial, [tmp_path], skip=()) == ([], True)  # the existing .vscode is not judged new
+
+
+def test_stand_ins_are_shared_and_never_remove_someone_elses_file(tmp_path: Path) -> None:
+    """break12: two launches share one stand-in; the last release removes it only while it is still the
+    empty one agentd made."""
+    spot = tmp_path / ".vscode"
+    assert STAND_INS.hold(spot, "dir") == STAND_INS.hold(spot, "dir") is not None
+    STAND_INS.release(spot)
+    assert spot.is_dir()
+    STAND_INS.release(spot)
+    assert not spot.exists()
+    STAND_INS.hold(spot, "dir")
+    (spot / "settings.json").write_text("{}")  # the user's editor wrote it on the host meanwhile
+    STAND_INS.release(spot)
+    assert (spot / "settings.json").read_text() == "{}"
+    rc = tmp_path / ".exrc"
+    STAND_INS.hold(rc, "file")
+    rc.unlink()
+    rc.write_text("user's")  # replaced by another file: kept
+    STAND_INS.release(rc)
+    assert rc.read_text() == "user's"
+    assert STAND_INS.hold(rc, "file") is None  # something exists there: no stand-in
+
+
+def test_guard_binds_existing_and_stands_in_for_absent_paths(tmp_path: Path) -> None:
+    """break12: an existing `.git` anywhere is bound read-only; every absent protected name at the top
+    gets an empty stand-in (a folder, or a file), also a start-up file of a home folder inside the
+    workspace; after the launch no stand-in is left."""
+    home = tmp_path / "home"
+    make(home, "ws/lib/.git/config", ".bashrc", ".config/")
+    p = ProtectedPaths.of(home, home / ".config/agentd", tmp_path / "data")
+    ws = home / "ws"
+    guard = Guard(build_policy([home], p))
+    ro = set(guard.policy().readonly)
+    assert {ws / "lib/.git", home / ".bashrc", home / ".zshrc", home / ".git", home / ".nvim.lua"} <= ro
+    assert (home / ".zshrc").is_file() and (home / ".vscode").is_dir() and (home / ".ssh").is_dir()
+    assert guard.finish() == []
+    assert sorted(os.listdir(home)) == [".bashrc", ".config", "ws"]
+    assert sorted(os.listdir(home / ".config")) == []
+
+
+def test_guard_moves_what_the_command_created_to_the_quarantine(tmp_path: Path) -> None:
+    """break12: a protected path created where no stand-in could be is moved out and named."""
+    ws, data = tmp_path / "ws", tmp_path / "data"
+    ws.mkdir()
+    guard = Guard(build_policy([ws], ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", data)))
+    make(ws, "pkg/.git/hooks/pre-commit", "pkg/src.py")
+    notes = guard.finish()
+    assert len(notes) == 1 and "pkg/.git" in notes[0] and "unsandboxed: true" in notes[0]
+    assert guard.moved == 1 and sorted(os.listdir(ws)) == ["pkg"] and os.listdir(ws / "pkg") == ["src.py"]
+    [stamp] = os.listdir(data / "quarantine")
+    assert (data / "quarantine" / stamp / "pkg/.git/hooks/pre-commit").read_text() == "x"
+
+
+def test_seatbelt_denies_protected_names_and_fixed_paths_even_when_absent() -> None:
+    """break12: on macOS every `ANYWHERE` name is denied by a regex, the fixed paths by subpath."""
+    home = Path("/Users/u")
+    policy = build_policy([], ProtectedPaths.of(home, home / ".config/agentd"))
+    policy = policy.__class__(writable=(home,), guarded=((home / ".bashrc", "file"),))
+    profile = seatbelt_profile(policy)
+    assert '(deny file-write* (subpath "/Users/u/.bashrc"))' in profile
+    for name in ANYWHERE:
+        assert f'(regex #"/{name.replace(".", chr(92) + ".")}(/|$)")' in profile
+
+
+def test_the_readonly_hint_says_how_to_ask() -> None:
+    assert "unsandboxed: true" in readonly_hint(False) and ".vscode" in readonly_hint(False)
+    assert 'sandbox = "required"' in readonly_hint(True) and "ask the user" in readonly_hint(True)
+
+
+def test_a_tree_beyond_the_budget_or_the_bind_cap_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """break12: a workspace too large to walk within the budget (100k folders on a loaded machine), or
+    with more protected paths than bubblewrap can bind, is not silently half-guarded: the result says so."""
+    ws = tmp_path / "ws"
+    make(ws, "a/.git/", "b/.git/", "c/src/")
+    p = ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", tmp_path / "data")
+    monkeypatch.setattr(guard_module, "MAX_BINDS", 1)
+    capped = Guard(build_policy([ws], p))
+    assert len(capped.policy().readonly) == 1 and capped.unguarded
+    assert any("too large" in n for n in capped.finish())
+    monkeypatch.setattr(guard_module, "MAX_BINDS", 512)
+    monkeypatch.setattr(guard_module, "WALK_BUDGET_S", -1.0)
+    slow = Guard(build_policy([ws], p))
+    assert [n for n in slow.finish() if "too large" in n] and sorted(os.listdir(ws)) == ["a", "b", "c"]
