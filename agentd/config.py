@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -245,8 +244,6 @@ class Settings(_Section):
 
 WORKSPACE_FORBIDDEN = ("provider", "base_url", "api_key_env")
 WORKSPACE_ONLY = ("workspace_hooks", "workspace_mcp_servers")  # set from a workspace file's hooks and servers
-# tools of MCP servers: mcp__SERVER__TOOL, or all of one server's as mcp__SERVER__* (permissions.rules)
-MCP_TOOL = re.compile(r"mcp__[A-Za-z0-9_-]+__([A-Za-z0-9_.-]+|\*)")
 
 
 def known_tool_names() -> list[str]:
@@ -261,14 +258,14 @@ def tool_name_problem(name: str) -> str | None:
     """None when `name` is a tool a rule (or `--allow`) can name: a built-in tool or `mcp__SERVER__TOOL`;
     else what is wrong, with a "did you mean" when a known name is close (H13). A pattern in parentheses
     (`run_command(npm test)`, issue 12) names the tool before it."""
-    from agentd.permissions.rules import parse_target
+    from agentd.permissions.rules import is_mcp_target, parse_target
 
     try:
         name = parse_target(name)[0]
     except ValueError as exc:
         return str(exc)
     known = known_tool_names()
-    if name in known or MCP_TOOL.fullmatch(name):
+    if name in known or is_mcp_target(name):
         return None
     hint = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     maybe = f"did you mean '{hint[0]}'? " if hint else ""

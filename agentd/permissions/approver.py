@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from agentd.permissions.rules import Rule, parse_target, subject_of, verdicts
+from agentd.permissions.rules import Rule, names, parse_target, subject_of, verdicts
 from agentd.protocol.approvals import permission_options
 from agentd.tools.base import Preview, visible
 
@@ -119,7 +119,7 @@ class PresetApprover:
         command, as a rule would: `--allow 'run_command(npm test)'`)."""
         if req.tool_name in self.allow:
             return req.tool_name
-        mine = [t for t in sorted(self.allow) if parse_target(t)[0] == req.tool_name]
+        mine = [t for t in sorted(self.allow) if names(parse_target(t)[0], req.tool_name)]
         if not mine:
             return None
         p = req.preview

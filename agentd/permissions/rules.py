@@ -45,7 +45,8 @@ from agentd.permissions.wrappers import command_name, is_interpreter, is_wrapper
 Action = Literal["allow", "ask", "deny"]
 
 _STRENGTH: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
-_TARGET = re.compile(r"^(mcp__[\w-]+__\*|[A-Za-z_][\w.-]*)(?:\((.*)\))?$", re.S)
+_TARGET = re.compile(r"^(mcp__[A-Za-z0-9_-]+__\*|[A-Za-z_][\w.-]*)(?:\((.*)\))?$", re.S)
+MCP_TOOL = re.compile(r"mcp__[A-Za-z0-9_-]+__(?:[A-Za-z0-9_.-]+|\*)")  # a name or every tool of a server
 PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_dir"})
 SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
@@ -102,6 +103,12 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(tool="edit_file", action="ask"),
     Rule(tool="run_command", action="ask"),
 )
+
+
+def is_mcp_target(name: str) -> bool:
+    """`name` (without a pattern) names an MCP tool, `mcp__<server>__<tool>`, or all of a server's,
+    `mcp__<server>__*`: what config rules, hooks and `agentd run --allow` accept (one syntax, break11)."""
+    return MCP_TOOL.fullmatch(name) is not None
 
 
 def names(rule_name: str, tool_name: str) -> bool:
