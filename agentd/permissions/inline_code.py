@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 _FAMILY = re.compile(r"^(python|pypy|perl|ruby|php|lua|luajit|node|nodejs|Rscript|R|osascript|tclsh|wish|"
-                     r"pwsh|powershell|deno|bun|awk|gawk|mawk|nawk|sed|gsed)(\d[\d.]*)?$")  # fmt: skip
+                     r"pwsh|powershell|expect|deno|bun|awk|gawk|mawk|nawk|sed|gsed)(\d[\d.]*)?$")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ _SPECS: dict[str, _Spec] = {
     "R": _spec("-e", "", clusters=False),
     "osascript": _spec("-e", "-l -s", clusters=False),
     "tclsh": _spec("", ""),
+    "expect": _spec("-c", "-f", clusters=False),
     "wish": _spec("", ""),
     "pwsh": _spec("-c -command -Command -ec -EncodedCommand -encodedcommand", "-f -File", clusters=False),
 }

@@ -403,22 +403,32 @@ def verdicts(
 
 
 def command_prefix(command: str) -> str | None:
-    """The prefix "always" offers for a command (PROTOCOL.md §6.10): the first words of the one command
-    the line runs, seen through transparent wrappers. `npm test -- --watch` -> `npm test`; `git log -5`
-    -> `git log`; `git -C sub status` -> `git -C sub status`; `python3 -m pytest x` -> `python3 -m
-    pytest`; `timeout 60 npm test` and `bash -c 'npm test'` -> `npm test`; `ls -la` -> `ls`. None for a
-    compound command, an expansion in the first words, leading variable assignments, a command that
-    starts others (`sudo`, `env X=1`, `xargs`, `find`, `parallel`, `eval`; agentd.permissions.wrappers) or
-    runs inline code (`bash -c 'a; b'`, `python -c`)."""
+    """The prefix "always" offers for a command (PROTOCOL.md §6.10): the first words of the first command
+    the line runs, seen through transparent wrappers, when a grant of it would allow the whole line.
+    `npm test -- --watch` -> `npm test`; `git log -5` -> `git log`; `git -C sub status` -> `git -C sub
+    status`; `python3 -m pytest x` -> `python3 -m pytest`; `uv run pytest` -> `uv run pytest`; `timeout 60
+    npm test` and `bash -c 'npm test'` -> `npm test`; `ls -la` -> `ls`. None for a compound command, an
+    expansion in the first words (or anywhere in what a wrapper runs), leading variable assignments, a
+    command that starts others (`sudo`, `env X=1`, `xargs`, `find`, `parallel`, `eval`;
+    agentd.permissions.wrappers) or runs inline code (`python -c`)."""
     parsed = split_command(command)
     parts = [p for p in parsed.parts if not p.transparent]
-    if not parsed.complete or len(parts) != 1 or parts[0].kind != "command":
+    if not parsed.complete or not parts or parts[0].kind != "command":
         return None
     words = parts[0].words
-    through = len(parsed.parts) > 1  # seen through a wrapper: only a wholly literal command
+    through = len(parts) < len(parsed.parts)  # seen through a wrapper: only a wholly literal command
     if not words or words[0] is None or "=" in words[0] or (through and None in words):
         return None
-    name = command_name(words[0])
+    prefix = _prefix_of(words)
+    if prefix is None:
+        return None
+    grant = Rule(tool=f"run_command({prefix})", action="allow")
+    allowed = verdicts(subject_of("run_command", command=command, path=None, roots=()), [grant])
+    return prefix if all(v.action == "allow" for v in allowed) else None
+
+
+def _prefix_of(words: tuple[str | None, ...]) -> str | None:
+    name = command_name(words[0] or "")
     if is_interpreter(name):
         return _interpreter_prefix(words)
     if is_wrapper(name):

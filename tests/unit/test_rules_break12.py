@@ -36,6 +36,10 @@ LITERAL = [
     "find . -exec sh -c 'rm \"$1\"' _ {} ;", "\\rm f", "'rm' f", "r\\m f", "f() { rm x; }; f",
     "trap 'rm f' EXIT", "coproc rm f", "flock /tmp/l rm f", "flock /tmp/l -c 'rm f'", "script -qc 'rm f' /dev/null",
     "env -S 'rm f'", "fd -e pyc -x rm", "true && { rm f; }", "if true; then timeout 1 rm f; fi",
+    "su root -c 'rm f'", "runuser -u nobody -- rm f", "valgrind rm f", "unshare -r rm f", "gdb --args rm f",
+    "uv run --with x rm f", "poetry run rm f", "npm exec -- rm f", "npx -c 'rm f'", "bundle exec rm f",
+    "conda run -n base rm f", "nix-shell -p x --run 'rm f'", "nix develop -c rm f", "direnv exec . rm f",
+    "x=$(rm f)", "echo $(( $(rm f) ))", "[[ $(rm f) ]]", "case x in x) rm f;; esac", 'r""m f',
 ]  # fmt: skip
 # forms whose command cannot be known before they run
 UNKNOWABLE = [
@@ -47,7 +51,9 @@ UNKNOWABLE = [
     "ruby -e 'File.delete(\"f\")'", "php -r 'unlink(\"f\");'", "awk 'BEGIN { system(\"rm f\") }'",
     "sed 's/.*/rm f/e' x", "sh -c \"$CMD\"", "eval \"$CMD\"", "xargs sh -c", "sudo $CMD f", "env $X rm f",
     "xargs -I{} {} f", "find . -exec {} ;", "parallel ::: 'rm f'", "git -c alias.x='!rm f' x",
-    "PAGER='rm f' git log", "alias x=rm", "{r,}m f", "sudo -s",
+    "PAGER='rm f' git log", "alias x=rm", "{r,}m f", "sudo -s", "$'rm' f", "rm${IFS}f",
+    "make --eval='x:;rm f' x", "make -f - <<< 'x:;rm f'", "gdb -batch -ex 'shell rm f'", "expect -c 'spawn rm f'",
+    "nix-shell -p x", ". <(echo rm f)",
 ]  # fmt: skip
 
 
@@ -153,10 +159,11 @@ def test_break12_always_offers_the_command_inside_wrappers() -> None:
         'bash -c "npm test"', "timeout 60 npm test -- --watch", "nice -n 5 make build", "env cargo test",
         "git -C sub status", "git -C sub log --oneline", "git --no-pager diff HEAD", "make -C sub test",
         "sudo apt install jq", "env X=1 npm test", 'bash -c "npm test && rm f"', "sh -c 'rm -rf ~'",
-        "python3 -c 'print(1)'", "xargs -I{} {}", "$R f", "/bin/rm f",
+        "python3 -c 'print(1)'", "xargs -I{} {}", "$R f", "/bin/rm f", "uv run pytest -x", "npm exec -- rm f",
     )] == [
         "npm test", "npm test", "make build", "cargo test", "git -C sub status", "git -C sub log",
         "git --no-pager diff", "make -C sub test", None, None, None, None, None, None, None, "/bin/rm f",
+        "uv run pytest", None,
     ]  # fmt: skip
 
 
