@@ -17,7 +17,8 @@ How it works, so the system prompt stays byte-stable (CONTRACTS.md §4, §6):
   system prompt, and so one cache write on the next request.
 - Folders below the workspace root are not read at start. When a tool call touches a path in such a folder
   (its `locations`), the AGENTS.md (or CLAUDE.md) files between the workspace root and that folder are
-  appended to that call's tool_result as a note, once: a note still in the active history is not repeated,
+  appended to that call's tool_result as a note, once (only files `grep` and `glob` would see: not in a
+  folder `.gitignore` or `.ignore` leaves out, not in a hidden folder, the search tools' own rule): a note still in the active history is not repeated,
   and one removed by compaction is delivered again on the next touch. The note is part of the stored
   history, so requests and resumes stay byte-identical and the system prompt never changes.
 - Everything loaded at start is capped at `INSTRUCTIONS_MAX_BYTES` (32 KiB) of file text, and so is each
@@ -26,14 +27,17 @@ How it works, so the system prompt stays byte-stable (CONTRACTS.md §4, §6):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentd.safe_read import UnsafeFile, read_regular
+from agentd.tools.walk import visible_files
 
 if TYPE_CHECKING:
     from agentd.core.session import Session
@@ -213,6 +217,8 @@ class NestedInstructions:
     root: Path
     history: Callable[[], Iterable[dict[str, Any]]]
     _cache: dict[Path, tuple[str, bytes, int] | None] = field(default_factory=dict)
+    _visible: set[str] | None = None  # the instruction files a search of the root sees
+    _walked_at: float | None = None  # when they were listed (None: not yet)
 
     def after_tool(self, tool_name: str, output: Any) -> str | None:
         """Append the notes for the folders `output.locations` touch; return what was loaded (logged)."""
@@ -261,8 +267,28 @@ class NestedInstructions:
     def _file(self, folder: Path) -> tuple[str, bytes, int] | None:
         if folder not in self._cache:
             hit = _read_one(folder, self.root, INSTRUCTIONS_MAX_BYTES)
-            self._cache[folder] = (_shown(hit[0], self.root), hit[1], hit[2]) if hit else None
+            shown = _shown(hit[0], self.root) if hit else ""
+            seen = hit is not None and self._searchable(hit[0], os.path.relpath(hit[0], self.root))
+            self._cache[folder] = (shown, hit[1], hit[2]) if hit and seen else None
         return self._cache[folder]
+
+    def _searchable(self, path: Path, rel: str) -> bool:
+        """Whether `grep`/`glob` would see this instruction file: one ignored by `.gitignore`/`.ignore`, or
+        in a hidden folder (node_modules/, vendor/, .venv/ ...), is never delivered (break11). The rule is
+        the search tools' own (`agentd.tools.walk.visible_files`), listed once per session and again
+        only for a file written after that listing."""
+        if self._walked_at is not None and rel not in (self._visible or ()):
+            with contextlib.suppress(OSError):
+                if self._visible is not None and os.stat(path).st_mtime >= self._walked_at:
+                    self._walked_at = None  # written since: list again
+        if self._walked_at is None:
+            self._walked_at = time.time()
+            self._visible = visible_files(self.root, NAMES)
+            if self._visible is None:
+                log.warning(
+                    "instructions: ripgrep is missing: AGENTS.md files below %s are not read", self.root
+                )
+        return self._visible is not None and rel.replace(os.sep, "/") in self._visible
 
     def _in_history(self, heads: list[str]) -> list[bool]:
         """For each note head: is it in a tool_result of the active history?"""

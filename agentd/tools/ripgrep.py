@@ -98,7 +98,7 @@ async def run_rg(
                 stderr=err,
                 cwd=f"/proc/self/fd/{cwd_fd}" if cwd_fd is not None else None,
                 pass_fds=tuple(fd for fd in (cwd_fd,) if fd is not None),
-                env=_env(),
+                env=rg_env(),
             )
         except OSError as exc:
             raise RipgrepMissing(f"{rg}: {exc.strerror or exc}") from None
@@ -114,7 +114,7 @@ async def run_rg(
         return RgRun(data, err.read(STDERR_MAX_BYTES).decode("utf-8", "replace"), rc, cut=cut)
 
 
-def _env() -> dict[str, str]:
+def rg_env() -> dict[str, str]:
     """rg's environment: ours without RIPGREP_CONFIG_PATH (also disabled by `--no-config`)."""
     return {k: v for k, v in os.environ.items() if k != "RIPGREP_CONFIG_PATH"}
 

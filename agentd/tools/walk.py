@@ -5,7 +5,8 @@ Owns: `Scope` (the model-given path, checked by `agentd.tools.paths`), `Walk` (t
 filter of one search; `rg_run()`, `opened()`), `QueryError` (ripgrep or the glob rejected the query) and
 `dirty_buffers()` (open editor buffers whose text differs from the file on disk), `in_git_dir()` (`.git`
 is never searched, at any depth, whatever the path or glob) and `special_kind()` (a FIFO, device or socket
-cannot be searched). Imports the standard library, `agentd.text` and `agentd.tools`; never pygls, lsprotocol, acp or `agentd.adapters`.
+cannot be searched) and `visible_files()` (which files of given names a search sees: the rule nested
+AGENTS.md files follow). Imports the standard library, `agentd.text` and `agentd.tools`; never pygls, lsprotocol, acp or `agentd.adapters`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterator
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,3 +195,28 @@ def differs(real: Path, text: str, ctx: ToolContext) -> bool:
     except Exception:  # not on disk, refused, not a regular file: nothing of it to search
         return False
     return disk != text.encode("utf-8", "surrogatepass")
+
+
+VISIBLE_TYPE = "agentdnames"
+
+
+def visible_files(root: Path, names: Sequence[str], timeout_s: float = 30.0) -> set[str] | None:
+    """The files named one of `names` (e.g. `AGENTS.md`) under the folder `root` that a search of `root`
+    sees: ripgrep's own walk with the search tools' flags, so `.gitignore`, `.ignore`, hidden files and
+    folders and `.git` leave them out exactly as they leave them out of `grep` and `glob` (the one rule;
+    the project instructions use it for nested AGENTS.md files, break11). Paths are relative to `root`,
+    `/`-separated. Synchronous (one rg run, at most `timeout_s`); None when rg is missing or fails."""
+    try:
+        rg = ripgrep.find_rg()
+    except ripgrep.RipgrepMissing:
+        return None
+    types = [f"--type-add={VISIBLE_TYPE}:{n}" for n in names]
+    argv = [rg, *ripgrep.base_flags(hidden=False), "--files", *types, f"--type={VISIBLE_TYPE}", "."]
+    try:
+        done = subprocess.run(argv, cwd=root, capture_output=True, timeout=timeout_s, env=ripgrep.rg_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode not in (0, 1):
+        return None
+    paths = (os.fsdecode(ripgrep.strip_dot(p)) for p in ripgrep.parse_paths(done.stdout))
+    return {p for p in paths if not in_git_dir(p)}
