@@ -19,7 +19,6 @@ every later request of the session).
 from __future__ import annotations
 
 import binascii
-import functools
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -113,34 +112,48 @@ def _jpeg_size(raw: bytes) -> tuple[int, int] | None:
     return None
 
 
-@functools.lru_cache(maxsize=256)
 def check(media_type: str, data: str) -> Checked:
-    """Whether the Messages API takes this base64 image (module docstring). Never raises."""
+    """Whether the Messages API takes this base64 image (module docstring). Never raises. Verdicts are
+    remembered by (media type, length, hash) for the next requests of a session, never the data itself."""
     if not data.isascii() or any(c in data for c in " \n\r\t"):
         data = "".join(data.split())
+    key = (media_type, len(data), hash(data))
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        verdict = _verdict(media_type, data)
+        _VERDICTS[key] = verdict
+        if len(_VERDICTS) > VERDICTS_KEPT:
+            del _VERDICTS[next(iter(_VERDICTS))]
+    kind, width, height, problem = verdict
+    return Checked(kind, data, width, height, problem)
+
+
+VERDICTS_KEPT = 1024
+_VERDICTS: dict[tuple[str, int, int], tuple[str | None, int, int, str | None]] = {}
+
+
+def _verdict(media_type: str, data: str) -> tuple[str | None, int, int, str | None]:
+    """(the media type the bytes are, width, height, None) for an image the API takes, else
+    (None, 0, 0, why)."""
     said = media_type or "no media type"
     if len(data) > MAX_BASE64_BYTES:
-        return Checked(None, data, problem=f"larger than the model API's {MAX_BASE64_BYTES >> 20} MiB limit")
+        return None, 0, 0, f"larger than the model API's {MAX_BASE64_BYTES >> 20} MiB limit"
     try:
         raw = binascii.a2b_base64(data, strict_mode=True)
     except (binascii.Error, ValueError):
-        return Checked(None, data, problem="its data is not valid base64")
+        return None, 0, 0, "its data is not valid base64"
     kind = _sniff(raw[:16])
     if kind is None:
         why = (
             "not a JPEG, PNG, GIF or WebP image" if media_type in ACCEPTED else "a type the model API refuses"
         )
-        return Checked(
-            None, data, problem=f"{why} (the model API takes only JPEG, PNG, GIF and WebP; {said})"
-        )
+        return None, 0, 0, f"{why} (the model API takes only JPEG, PNG, GIF and WebP; {said})"
     size = _size(kind, raw[:_HEAD])
     if size is None or 0 in size:
-        return Checked(None, data, problem=f"an incomplete or unreadable {kind[6:].upper()} file")
+        return None, 0, 0, f"an incomplete or unreadable {kind[6:].upper()} file"
     if max(size) > MAX_SIDE:
-        return Checked(
-            None, data, problem=f"{size[0]}x{size[1]} pixels, over the model API's {MAX_SIDE} a side"
-        )
-    return Checked(kind, data, size[0], size[1])
+        return None, 0, 0, f"{size[0]}x{size[1]} pixels, over the model API's {MAX_SIDE} a side"
+    return kind, size[0], size[1], None
 
 
 def note(media_type: str, data: str, problem: str) -> str:
