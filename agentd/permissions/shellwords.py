@@ -60,7 +60,7 @@ _TOKENS = frozenset(
 _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<&"})
 _UNSAFE = frozenset({"function_definition"})
-_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_EXPANDS = re.compile(r"[*?\[]|^~|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, a tilde, a brace expansion
 MAX_DEPTH = 6  # `sh -c` strings inside `sh -c` strings: deeper ones are unknowable
 Words = tuple[str | None, ...]
 Outer = tuple[tuple[Words, int], ...]
@@ -226,6 +226,8 @@ class _Walker:
 
     def _nested(self, node: Any) -> None:
         """Commands inside a word: `$(...)`, backticks, `<(...)`, `${X:-$(...)}`."""
+        if node.child_count == 0:
+            return
         if node.type in ("command_substitution", "process_substitution") or node.type in _UNSAFE:
             self.visit(node)
             return
@@ -244,7 +246,7 @@ def _value(node: Any) -> str | None:
         return _text(node)
     if kind in ("word", "number"):
         raw = _text(node)
-        if any(ch in raw for ch in "*?[") or raw.startswith("~") or _BRACES.search(raw):
+        if _EXPANDS.search(raw):
             return None  # a glob, a tilde, `{a,b}`: its value depends on the file system, the user, splitting
         return _unescape(raw)
     if kind == "raw_string":
