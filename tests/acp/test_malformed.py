@@ -181,3 +181,30 @@ async def test_200_malformed_lines_then_a_whole_session(
     assert await asyncio.wait_for(proc.wait(), DEADLINE) == 0
     err.close()
     assert b"Traceback" not in (tmp_path / "agent.err").read_bytes()
+
+
+async def test_a_notification_whose_params_do_not_fit_is_dropped_without_a_traceback(
+    emulator: Emulator, data_dir: Path, tmp_path: Path
+) -> None:
+    """session/cancel with params null, a number, a list, a sessionId that is not a string or a `_meta` that is
+    not an object: the SDK failed to validate it and logged a traceback to stderr (found by the ACP fuzzing
+    of issue 16, tests/reliability/acpfuzz.py). It is dropped, never answered; the agent goes on."""
+    err = (tmp_path / "agent.err").open("wb")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agentd", "--acp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=err, env=agent_env(data_dir, emulator.url), cwd=str(ROOT), limit=2**24,
+    )  # fmt: skip
+    raw = Raw(proc)
+    raw.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": 1}})
+    assert "result" in await raw.answer("init")
+    for params in (None, 5, ["s"], {"sessionId": 7}, {"sessionId": "sess_x", "_meta": 5}, {}):
+        raw.send({"jsonrpc": "2.0", "method": "session/cancel", "params": params})
+    raw.send({"jsonrpc": "2.0", "method": "session/cancel"})
+    raw.send({"jsonrpc": "2.0", "id": "list", "method": "session/list", "params": {}})
+    assert "result" in await raw.answer("list")
+    assert {m.get("id") for m in raw.messages} == {"init", "list"} and raw.garbage == []
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert await asyncio.wait_for(proc.wait(), DEADLINE) == 0
+    err.close()
+    assert b"Traceback" not in (tmp_path / "agent.err").read_bytes()

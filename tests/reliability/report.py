@@ -2,14 +2,17 @@
 
 Keys (the issue's acceptance line): `crash_points`, `crash_resumes_ok` (tests/reliability/crash.py),
 `fault_cases`, `fault_cases_ok` (faults.py), `sessions_concurrent`, `cross_talk`, `notify_p50_ms`,
-`notify_p99_ms`, `idle_session_kib` (load.py), `fuzz_frames`, `daemon_alive` (fuzz.py), `secrets_found` and
+`notify_p99_ms`, `idle_session_kib` (load.py; also `reply_notify_p50_ms`, `reply_notify_p99_ms`), `fuzz_frames`,
+`daemon_alive` (the LSP frames of fuzz.py plus the ACP lines of acpfuzz.py: `fuzz_frames_lsp`,
+`fuzz_frames_acp`), `hostile_cases`, `hostile_cases_ok` (hostile.py: 1 GiB of command output, a fork storm, a
+full and a read-only data dir), `secrets_found` and
 `private_modes_bad` (this module: after all of the above, every file under the run's folders is searched for
 a 16-character piece of any canary key; files agentd wrote under its data dir must be 0600, dirs 0700).
 Each part also reports its problems (`*_problems`), so a figure below target says why.
 
 `--quick` runs the CI-sized version (5 crash points, 10 sessions, 60 fuzz examples, the fault matrix on the
 Messages API only); the full run is the opt-in `AGENTD_RELIABILITY=1` tier (docs/reliability.md).
-`--only crash,faults,load,fuzz` runs some parts. Every daemon and emulator lives under one temp folder,
+`--only crash,faults,load,fuzz,hostile` runs some parts. Every daemon and emulator lives under one temp folder,
 removed at the end unless `--keep`.
 """
 
@@ -26,12 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.reliability.acpfuzz import fuzz_acp
 from tests.reliability.crash import crash_fuzz
 from tests.reliability.faults import run_matrix
 from tests.reliability.fuzz import fuzz_lsp
+from tests.reliability.hostile import hostile
 from tests.reliability.load import concurrent_turns
 
-PARTS = ("crash", "faults", "load", "fuzz")
+PARTS = ("crash", "faults", "load", "fuzz", "hostile")
 FULL = {"points": 20, "calls": 40, "apis": ("anthropic", "openai"), "sessions": 50, "examples": 300}
 QUICK = {"points": 5, "calls": 12, "apis": ("anthropic",), "sessions": 10, "examples": 60}
 
@@ -81,8 +86,10 @@ async def report(base: Path, sizes: dict[str, Any], parts: tuple[str, ...] = PAR
             keys += [o.key for o in outcomes if o.key]
         elif part == "load":
             got = await concurrent_turns(base / "load", sessions=sizes["sessions"])
+        elif part == "fuzz":
+            got = await _fuzz(base / "fuzz", sizes["examples"], keys)
         else:
-            got = await fuzz_lsp(base / "fuzz", examples=sizes["examples"])
+            got = await hostile(base / "hostile")
         timings[part] = round(time.monotonic() - started, 1)
         if "key" in got:
             keys.append(got.pop("key"))
@@ -92,6 +99,16 @@ async def report(base: Path, sizes: dict[str, Any], parts: tuple[str, ...] = PAR
     out.update(secrets_found=len(leaks), secrets_problems=leaks[:20], private_modes_bad=len(modes),
                modes_problems=modes[:20], seconds=timings)  # fmt: skip
     return out
+
+
+async def _fuzz(base: Path, examples: int, keys: list[str]) -> dict[str, Any]:
+    """LSP frames then ACP lines, each against its own daemon; the counts add up, both must stay alive."""
+    lsp = await fuzz_lsp(base / "lsp", examples=examples)
+    acp = await fuzz_acp(base / "acp", examples=examples)
+    keys += [lsp.pop("key"), acp.pop("key")]
+    return {"fuzz_frames": lsp["fuzz_frames"] + acp["fuzz_frames_acp"], "fuzz_frames_lsp": lsp["fuzz_frames"],
+            "fuzz_frames_acp": acp["fuzz_frames_acp"], "daemon_alive": lsp["daemon_alive"] and acp["daemon_alive_acp"],
+            "fuzz_problems": lsp["fuzz_problems"] + [f"acp: {p}" for p in acp["fuzz_problems_acp"]]}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,8 @@ is not JSON and drops it, and a JSON value that is not an object would end its r
 - params nested too deeply to decode or handle (issue 9 H19): `-32602` under the request's id (found by a flat
   scan when `json.loads` cannot decode it); lone surrogates in a request's params: `-32602` naming the fields
   (a notification's become U+FFFD);
-- a notification agentd does not know: dropped (logged at debug level), never answered; a notification's
+- a notification agentd does not know, or whose params do not fit its schema (`NOTIFICATION_FIELDS`): dropped
+  (logged at debug level), never answered; a notification's
   method sent as a request (with an id): `-32601` saying to send it without one;
 - `$/cancel_request` for a pending request: handed to `on_cancel_request(id)`.
 Every error response leaves with `data.name` and a message that says what to do (PROTOCOL.md §11): the
@@ -231,6 +232,9 @@ class LineTransport:
         if deeper_than(params, MAX_JSON_DEPTH):
             log.warning("dropped the notification %r: params nested too deeply", method[:200])
             return None
+        if not _fits(method, params):  # the SDK would log a traceback for it (issue 16, ACP fuzzing)
+            log.debug("dropped the notification %r: its params do not fit its schema", method[:200])
+            return None
         if surrogate_problems(params):
             data = {**data, "params": scrub_surrogates(params)}
         return data
@@ -280,3 +284,17 @@ def reworded(error: dict[str, Any], method: str) -> dict[str, Any]:
     if code == -32603 or code not in NAMES:
         return perr.rpc_error("InternalError", perr.INTERNAL)
     return {**error, "data": {"name": NAMES[code], **data}}
+
+
+NOTIFICATION_FIELDS: dict[str, dict[str, type]] = {"session/cancel": {"sessionId": str}}
+
+
+def _fits(method: str, params: Any) -> bool:
+    """Whether a notification's params fit its ACP schema: an object, its required fields of their types, a
+    `_meta` that is an object or null. Notifications are never answered, so one that does not fit is dropped
+    here; handed on, the SDK's validation fails and it logs a traceback."""
+    if not isinstance(params, dict):
+        return False
+    if params.get("_meta") is not None and not isinstance(params["_meta"], dict):
+        return False
+    return all(isinstance(params.get(k), t) for k, t in NOTIFICATION_FIELDS.get(method, {}).items())
