@@ -34,6 +34,7 @@ from agentd.permissions.approver import (
     Approver,
     timed_out_text,
 )
+from agentd.permissions.prefix import command_prefix
 from agentd.permissions.protected import READ_PROTECTED, ProtectedPaths
 from agentd.permissions.signing import RecordSigner
 
@@ -44,7 +45,6 @@ from agentd.permissions.rules import (
     PartVerdict,
     Rule,
     Subject,
-    command_prefix,
     subject_of,
     verdicts,
 )

@@ -2,8 +2,7 @@
 issue 12 §2; PROTOCOL.md §4.3 `permissions.rules`).
 
 Owns: `Rule`, `DEFAULT_RULES`, `parse_target()`, `Subject` (what the rules of one call match: its parts),
-`verdicts()` (deny > ask > allow over every form, part by part), `command_prefix()` (what "always" offers
-for a command), `names()` (a rule's name covers a tool: exactly, or `mcp__<server>__*` for every tool of
+`verdicts()` (deny > ask > allow over every form, part by part), `names()` (a rule's name covers a tool: exactly, or `mcp__<server>__*` for every tool of
 one MCP server; MCP tools have no default rule, so they ask), `strictest()` and `rule_label()`.
 
 Forms of `tool`:
@@ -21,8 +20,9 @@ Forms of `tool`:
   relative to the workspace root (`**` any folders, `*` within a name) or absolute (`/...`, `~/...`).
   A redirection `> path` in a command is a write of that path, `< path` a read, matched by the
   `write_file(...)` / `read_file(...)` patterns (never outside the workspace).
-Imports pydantic, the standard library, `agentd.permissions.shellwords` and `agentd.permissions.wrappers`;
-never pygls, lsprotocol, acp or agentd.adapters.
+What "always" offers for a command is agentd.permissions.prefix. Imports pydantic, the standard library,
+`agentd.permissions.shellwords` and `agentd.permissions.argv`; never pygls, lsprotocol, acp or
+agentd.adapters.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agentd.permissions.argv import command_name
 from agentd.permissions.shellwords import Outer, Part, split_command
-from agentd.permissions.wrappers import command_name, is_interpreter, is_wrapper
 
 Action = Literal["allow", "ask", "deny"]
 
@@ -400,88 +400,3 @@ def verdicts(
         if not item.transparent or v.action == "deny" or (v.action == "ask" and v.source == "rule"):
             out.append(v)
     return out
-
-
-def command_prefix(command: str) -> str | None:
-    """The prefix "always" offers for a command (PROTOCOL.md §6.10): the first words of the first command
-    the line runs, seen through transparent wrappers, when a grant of it would allow the whole line.
-    `npm test -- --watch` -> `npm test`; `git log -5` -> `git log`; `git -C sub status` -> `git -C sub
-    status`; `python3 -m pytest x` -> `python3 -m pytest`; `uv run pytest` -> `uv run pytest`; `timeout 60
-    npm test` and `bash -c 'npm test'` -> `npm test`; `ls -la` -> `ls`. None for a compound command, an
-    expansion in the first words (or anywhere in what a wrapper runs), leading variable assignments, a
-    command that starts others (`sudo`, `env X=1`, `xargs`, `find`, `parallel`, `eval`;
-    agentd.permissions.wrappers) or runs inline code (`python -c`)."""
-    parsed = split_command(command)
-    parts = [p for p in parsed.parts if not p.transparent]
-    if not parsed.complete or not parts or parts[0].kind != "command":
-        return None
-    words = parts[0].words
-    through = len(parts) < len(parsed.parts)  # seen through a wrapper: only a wholly literal command
-    if not words or words[0] is None or "=" in words[0] or (through and None in words):
-        return None
-    prefix = _prefix_of(words)
-    if prefix is None:
-        return None
-    grant = Rule(tool=f"run_command({prefix})", action="allow")
-    allowed = verdicts(subject_of("run_command", command=command, path=None, roots=()), [grant])
-    return prefix if all(v.action == "allow" for v in allowed) else None
-
-
-def _prefix_of(words: tuple[str | None, ...]) -> str | None:
-    name = command_name(words[0] or "")
-    if is_interpreter(name):
-        return _interpreter_prefix(words)
-    if is_wrapper(name):
-        return None
-    out = [words[0], *_global_options(name, words)]
-    for w in words[len(out) : len(out) + 2]:
-        if w is None or not _SUBCOMMAND.match(w):
-            break
-        out.append(w)
-        if w not in _RUNNERS:
-            break
-    return _join(out)
-
-
-def _interpreter_prefix(words: tuple[str | None, ...]) -> str | None:
-    """`python3 -m pytest x` -> `python3 -m pytest`; `python3 script.py` -> `python3 script.py`."""
-    first, rest = words[0], list(words[1:])
-    if rest and rest[0] == "-m" and len(rest) > 1 and rest[1]:
-        return _join([first, "-m", rest[1]])
-    if rest and rest[0] is not None and not rest[0].startswith("-"):
-        return _join([first, rest[0]])
-    return None
-
-
-def _global_options(name: str, words: tuple[str | None, ...]) -> list[str | None]:
-    """The global options (with their values) before a known tool's subcommand: `git -C sub status`."""
-    takes = _GLOBAL_OPTIONS.get(name)
-    out: list[str | None] = []
-    i = 1
-    while takes is not None and i < len(words) and (words[i] or "").startswith("-"):
-        n = 2 if words[i] in takes else 1
-        if any(w is None for w in words[i : i + n]) or i + n > len(words):
-            return []
-        out += words[i : i + n]
-        i += n
-    return out
-
-
-_SUBCOMMAND = re.compile(r"^[A-Za-z][\w:.-]*$")
-_RUNNERS = frozenset({"run", "exec", "x", "dlx", "tool"})  # `npm run test`, `uv run pytest`: keep one more
-_GLOBAL_OPTIONS: dict[str, frozenset[str]] = {
-    "git": frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"}),
-    "make": frozenset({"-C", "-f", "--directory", "--file", "-j"}),
-    "cargo": frozenset({"-C", "--manifest-path", "--config", "-Z"}),
-    "npm": frozenset({"--prefix", "-w", "--workspace"}),
-    "pnpm": frozenset({"-C", "--dir", "--filter", "-F"}),
-    "yarn": frozenset({"--cwd"}),
-    "docker": frozenset({"--context", "-c", "-H", "--host", "--config"}),
-    "kubectl": frozenset({"-n", "--namespace", "--context", "--kubeconfig"}),
-    "uv": frozenset({"--directory", "--project"}),
-    "go": frozenset({"-C"}),
-}
-
-
-def _join(words: Sequence[str | None]) -> str:
-    return " ".join(shlex.quote(w) for w in words if w is not None)

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from agentd.clock import ManualClock
 from agentd.permissions.gate import Decision, Gate
-from agentd.permissions.rules import Rule, command_prefix, subject_of, verdicts
+from agentd.permissions.prefix import command_prefix
+from agentd.permissions.rules import Rule, subject_of, verdicts
 from agentd.permissions.shellwords import MAX_DEPTH, split_command
 from agentd.tools.base import Preview
 

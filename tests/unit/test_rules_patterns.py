@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentd.permissions.rules import Rule, command_prefix, parse_target, subject_of, verdicts
+from agentd.permissions.prefix import command_prefix
+from agentd.permissions.rules import Rule, parse_target, subject_of, verdicts
 from agentd.permissions.shellwords import split_command
 
 ROOT = Path("/work/ws")
