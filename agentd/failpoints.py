@@ -19,6 +19,7 @@ POINTS = frozenset(
         "store.append.before",
         "store.append.mid",
         "store.append.after",
+        "store.index.mid",
         "loop.after_tool_use_persisted",
         "loop.after_tool_started",
         "loop.after_tool_exec",

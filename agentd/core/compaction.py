@@ -3,8 +3,9 @@
 Owns: when to compress (`should_compress`), where to cut (`find_cut`), the summary request
 (`summary_request`, with the flattened transcript of `flatten`), the rebuilt history (`rebuild`), the whole
 step (`compress`: request, validation, the new history, the `compaction` record, the stderr line), the state
-it leaves (`CompactionState`, which the Context holds and `Context.replace_prefix` updates) and its replay
-(`replay`: the same `replace_prefix`, so a resumed session rebuilds the same bytes). Nothing here deletes
+it leaves (`CompactionState`, which the Context holds and `Context.replace_prefix` updates), its record (with
+the messages it kept, issue 16) and its replay (`replay`: the same `replace_prefix`, so a resumed session
+rebuilds the same bytes; `restart`: the same bytes from the record alone, for a resume that starts there). Nothing here deletes
 anything from disk: the session log keeps every original message; a `compaction` record says which active
 messages the summary replaces. Must not import pygls, lsprotocol, acp or adapters; imports the Context only
 for types (the Context imports `CompactionState` from here).
@@ -13,13 +14,14 @@ for types (the Context imports `CompactionState` from here).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentd.core.breakpoints import TTL, cache_control
 from agentd.core.validate import validate_messages, validate_request
 from agentd.errors import InvalidHistory
-from agentd.persistence.records import CompactionRecord
+from agentd.persistence.records import CompactionRecord, restore_message
 from agentd.providers.base import ModelRequest, run_with_retries
 
 if TYPE_CHECKING:
@@ -222,11 +224,37 @@ async def compress(s: Session, *, force: bool = False, cut: int | None = None) -
     if err:
         raise InvalidHistory(f"compaction produced an invalid history ({err}); please report it")
     ctx.replace_prefix(rebuilt.cut, rebuilt.summary, rebuilt.ack)
-    s.journal.write(CompactionRecord(replaced=rebuilt.cut, summary=rebuilt.summary, ack=rebuilt.ack))
+    s.journal.write(record(s, rebuilt))
     s.lines(f"[compressed history · {len(ctx)} messages left]")
     return True
+
+
+def record(s: Session, rebuilt: Rebuilt) -> CompactionRecord:
+    """The `compaction` record of `rebuilt`, just applied to `s.context`: with the messages it kept (large
+    tool_result texts in blobs, as in `message` records) and the todo round counter, so a resume can start
+    here (issue 16)."""
+    head = 1 + (rebuilt.ack is not None)
+    kept = []
+    for msg in s.context.messages[head:]:
+        rec = s.journal.message(msg, "")
+        kept.append({"message": rec.message, **({"blobs": rec.blobs} if rec.blobs else {})})
+    return CompactionRecord(replaced=rebuilt.cut, summary=rebuilt.summary, ack=rebuilt.ack, kept=kept,
+                            stale=s.tracker.stale_count)  # fmt: skip
 
 
 def replay(context: Context, record: CompactionRecord) -> None:
     """Apply a stored `compaction` record to a replayed Context: the same bytes as when it was made."""
     context.replace_prefix(record.replaced, record.summary, record.ack)
+
+
+def restart(context: Context, record: CompactionRecord, read_blob: Callable[[str], bytes]) -> None:
+    """Rebuild an empty Context from a `compaction` record that holds its `kept` messages (a resume that
+    starts at it, issue 16): the summary, the ack, the kept messages: the bytes `replay` gives."""
+    for item in record.kept or []:
+        msg = restore_message(item, read_blob)
+        if msg["role"] == "assistant":
+            extra = {k: v for k, v in msg.items() if k not in ("role", "content")}
+            context.add_assistant(msg["content"], extra or None, adopt=True)
+        else:
+            context.add_user(msg["content"], adopt=True)
+    context.replace_prefix(0, record.summary, record.ack)

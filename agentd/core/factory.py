@@ -23,7 +23,7 @@ from agentd.core.instructions import Instructions, NestedInstructions, latest_re
 from agentd.core.instructions import load as load_instructions
 from agentd.core.journal import Journal
 from agentd.core.prompts import system_blocks
-from agentd.core.replay import replay_into
+from agentd.core.replay import resume
 from agentd.core.rewind import recover
 from agentd.core.session import EventSink, Session
 from agentd.core.todos import TodoTracker
@@ -37,7 +37,7 @@ from agentd.permissions.protected import ProtectedPaths
 from agentd.permissions.rules import Rule
 from agentd.permissions.signing import GrantKey, GrantKeyError, RecordSigner
 from agentd.permissions.trust import TRUST_FILE, TrustStore, definitions_digest
-from agentd.persistence.branches import active_seqs, on_branch
+from agentd.persistence.branches import on_branch
 from agentd.persistence.paths import DataDir, new_session_id
 from agentd.persistence.records import GrantRecord
 from agentd.persistence.store import SessionStore
@@ -303,9 +303,9 @@ def open_session(
     store = SessionStore.open(data_dir, session_id)
     try:
         cwd = Path(store.meta.get("cwd") or os.getcwd())
-        records = store.records()
-        active = active_seqs(records)  # the instructions of the conversation's branch (issue 13)
-        instructions = latest_record(r for r in records if on_branch(r, active)) or Instructions()
+        branch = store.active_branch()  # the instructions of the conversation's branch (issue 13)
+        said = [store.read_sparse(x) for x in store.tally.sparse if x.kind in ("meta", "instructions")]
+        instructions = latest_record(r for r in said if on_branch(r, branch)) or Instructions()
         session = _build(
             session_id,
             cwd,
@@ -320,8 +320,9 @@ def open_session(
             mcp,
             sink,
         )
-        records = records + recover(session, records)  # a rewind a crash interrupted is finished first
-        replay_into(session, records)
+        rewinds = [store.read_sparse(x) for x in store.tally.sparse if x.kind == "rewind"]
+        recover(session, rewinds)  # a rewind a crash interrupted is finished first (replay reads its record)
+        resume(session, store)
     except BaseException:
         store.close()
         raise

@@ -1,7 +1,7 @@
 """The `session/load` replay as session updates (PROTOCOL.md §6.2), for every adapter (issue 10 Part 1).
 
-Owns: `replay_updates(session, records)` and `earlier_updates(session, records, before)` (the pages before
-the last compaction, issue 16): from the session log, in this order, a `session_info_update`
+Owns: `replay_updates(session, records)`, `last_page_updates` (the same from the records of the last page
+only) and `earlier_updates(session, records, before)` (the pages before the last compaction, issue 16): from the session log, in this order, a `session_info_update`
 (stored title and `updatedAt`) and a `current_mode_update` when the mode is not `default`; the conversation
 in log order (a `checkpoint` per checkpoint on the active branch, `user_message_chunk` per stored prompt block, `agent_thought_chunk` / `agent_message_chunk` per
 stored assistant block with the original `messageId`, one `tool_call` per tool use carrying its final state,
@@ -15,6 +15,7 @@ or adapters.
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from agentd.core import events
@@ -36,13 +37,29 @@ def replay_updates(session: Session, records: list[dict[str, Any]]) -> list[dict
     summary first; `earlier_updates` gives the pages before."""
     active = active_seqs(records)
     typed = _typed(records, active)
+    starts = _page_starts(typed)
+    start = starts[-1] if starts else 0
+    todos = any(isinstance(m, r.TodosRecord) for _, m in typed)
+    return _load(session, _page(session, typed, active, start, len(typed)), todos)
+
+
+def last_page_updates(
+    session: Session, records: Iterable[dict[str, Any]], active: Container[int], *, todos: bool
+) -> list[dict[str, Any]]:
+    """As `replay_updates`, from `records` that start where the last page starts (the turn of the last
+    compaction on the active branch, found through the log's index; not the first turn): that page, its
+    summary first. `todos`: whether the branch ever had a todos snapshot."""
+    typed = _typed(records, active)
+    return _load(session, _page(session, typed, active, 0, len(typed), paged=True), todos)
+
+
+def _load(session: Session, page: list[dict[str, Any]], todos: bool) -> list[dict[str, Any]]:
     meta = session.journal.meta
     out = [updates.session_info_update(meta.get("title"), meta.get("updatedAt"))]
     if session.mode != "default":
         out.append(updates.current_mode_update(session.mode))
-    starts = _page_starts(typed)
-    out += _page(session, typed, active, starts[-1] if starts else 0, len(typed))
-    if any(isinstance(m, r.TodosRecord) for _, m in typed):
+    out += page
+    if todos:
         out.append(events.plan(session.tracker))
     used = session.context.estimated_tokens()
     out.append(events.context_usage(used, session.totals, session.window_tokens, session.model))
@@ -68,7 +85,7 @@ def earlier_updates(session: Session, records: list[dict[str, Any]], before: int
             "before": typed[start][0].get("seq") if earlier else None}  # fmt: skip
 
 
-def _typed(records: list[dict[str, Any]], active: Any) -> list[tuple[dict[str, Any], r.Record]]:
+def _typed(records: Iterable[dict[str, Any]], active: Any) -> list[tuple[dict[str, Any], r.Record]]:
     return [(rec, m) for rec in records if on_branch(rec, active) and (m := r.parse_record(rec)) is not None]
 
 
@@ -90,17 +107,23 @@ def _page_starts(typed: list[tuple[dict[str, Any], r.Record]]) -> list[int]:
 
 
 def _page(
-    session: Session, typed: list[tuple[dict[str, Any], r.Record]], active: Any, start: int, end: int
+    session: Session,
+    typed: list[tuple[dict[str, Any], r.Record]],
+    active: Any,
+    start: int,
+    end: int,
+    *,
+    paged: bool = False,
 ) -> list[dict[str, Any]]:
     """The conversation updates of `typed[start:end]`, after the summary of its last compaction (an
     `agent_message_chunk` with `_meta.agentd.summary: true` and `earlier.before` = the seq where the page
-    starts) when one is there and a page precedes."""
+    starts) when one is there and a page precedes (`paged`: it does, though `start` is 0)."""
     part = typed[start:end]
     finals = {m.tool_call_id: m for _, m in part if isinstance(m, r.ToolCallRecord)}
     results = _result_texts(session, part)
     out: list[dict[str, Any]] = []
     compactions = [(rec, m) for rec, m in part if isinstance(m, r.CompactionRecord)]
-    if start > 0 and compactions:
+    if (start > 0 or paged) and compactions:
         out.append(_summary(*compactions[-1], before=typed[start][0].get("seq")))
     for rec, m in part:
         if isinstance(m, r.CheckpointRecord) and rec.get("seq") in active:

@@ -19,6 +19,7 @@ tools, the owed note, the system prompt's instructions) in place, after a conver
 from __future__ import annotations
 
 import copy
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from agentd.core import compaction
@@ -28,11 +29,13 @@ from agentd.core.replies import IdRepair, cut_note
 from agentd.core.validate import validate_messages
 from agentd.errors import StorageError
 from agentd.persistence import records as r
-from agentd.persistence.branches import BRANCH_KINDS, active_seqs
+from agentd.persistence.branches import BRANCH_KINDS, ActiveBranch, active_seqs
+from agentd.persistence.logindex import Entry
 from agentd.providers.base import Usage
 
 if TYPE_CHECKING:
     from agentd.core.session import Session
+    from agentd.persistence.store import SessionStore
 
 
 class _Rounds:
@@ -70,9 +73,10 @@ class _Rounds:
 class _Replay:
     """One pass over a log, one small step per record kind."""
 
-    def __init__(self, session: Session, *, branch_only: bool = False) -> None:
+    def __init__(self, session: Session, *, branch_only: bool = False, restart: int | None = None) -> None:
         self.s = session
         self.branch_only = branch_only  # a rewind's rebuild: the session-wide state is kept as it is
+        self.restart = restart  # the seq of the compaction record a resume starts at (issue 16)
         self.rounds = _Rounds(session)
         self.ids = IdRepair()  # a log written before case C16 was fixed may repeat tool_use ids
         self.measured: Usage | None = None  # the last response's usage, applied once its reply is stored
@@ -81,7 +85,7 @@ class _Replay:
         self.prompts: dict[str, list[dict[str, Any]]] = {}  # the last user message's blocks by messageId
         self.instructions: Instructions | None = None  # branch_only: the last instructions on the branch
 
-    def apply(self, rec: dict[str, Any], model: r.Record, active: set[int]) -> None:
+    def apply(self, rec: dict[str, Any], model: r.Record, active: Container[int]) -> None:
         if model.kind in BRANCH_KINDS and rec.get("seq") not in active:
             if not self.branch_only:
                 self._elsewhere(model)
@@ -169,11 +173,19 @@ class _Replay:
 
     def _compaction(self, rec: dict[str, Any], m: r.CompactionRecord) -> None:
         self.measured = None  # that usage was the summary request's
-        compaction.replay(self.s.context, m)
+        if rec.get("seq") == self.restart:
+            compaction.restart(self.s.context, m, self.s.journal.read_blob)
+        else:
+            compaction.replay(self.s.context, m)
+        if m.stale is not None:  # the counter as it was then (a resume starting here has no earlier rounds)
+            self.rounds.flush()
+            self.s.tracker.restore_count(m.stale)
 
     def finish(self) -> None:
         self._usage_applied()
         self.rounds.flush()
+        # only a tool_use still open needs to know whether it started (its synthetic result says so)
+        self.s.toolbox.started.intersection_update(self.s.context.open_tool_use_ids())
         if self.cut:  # the turn ended on a reply whose calls were cut off: the note goes with the next prompt
             self.s.pending_notes = [cut_note(self.cut.values())]
         if self.last_todos is not None:
@@ -184,7 +196,7 @@ def replay_into(session: Session, records: list[dict[str, Any]]) -> None:
     """Apply `records` (decoded log lines, in order; unknown kinds are skipped) to a freshly built session.
     Raises StorageError when a record is malformed or the rebuilt history cannot be made valid (CONTRACTS.md
     §8 validator)."""
-    _run(_Replay(session), session, records)
+    _run(_Replay(session), session, records, active_seqs(records), _all_tool_use_ids(records))
 
 
 def replay_branch(session: Session, records: list[dict[str, Any]]) -> None:
@@ -197,7 +209,7 @@ def replay_branch(session: Session, records: list[dict[str, Any]]) -> None:
     s.pending_notes = []
     s.journal.todos_at = None
     replay = _Replay(s, branch_only=True)
-    _run(replay, s, records)
+    _run(replay, s, records, active_seqs(records), _all_tool_use_ids(records))
     meta = records[0].get("instructions") if records and records[0].get("kind") == "meta" else None
     fresh = replay.instructions or (
         Instructions.from_record(meta) if isinstance(meta, dict) else Instructions()
@@ -207,8 +219,13 @@ def replay_branch(session: Session, records: list[dict[str, Any]]) -> None:
         s.system = system_blocks(s.cwd, fresh.text)
 
 
-def _run(replay: _Replay, session: Session, records: list[dict[str, Any]]) -> None:
-    active = active_seqs(records)
+def _run(
+    replay: _Replay,
+    session: Session,
+    records: Iterable[dict[str, Any]],
+    active: Container[int],
+    tool_use_ids: set[str],
+) -> None:
     for rec in records:
         try:
             model = r.parse_record(rec)
@@ -221,7 +238,7 @@ def _run(replay: _Replay, session: Session, records: list[dict[str, Any]]) -> No
         if model is not None:
             replay.apply(rec, model, active)
     replay.finish()
-    session.context.remember_tool_use_ids(_all_tool_use_ids(records))
+    session.context.remember_tool_use_ids(tool_use_ids)
     check_history(session)
 
 
@@ -254,3 +271,80 @@ def check_history(session: Session) -> None:
             f"Session {session.id} cannot be resumed: its history is invalid ({err}). Read it with "
             f"agentd sessions show {session.id}, or start a new session."
         )
+
+
+# ---- resume from the store (issue 16) ---------------------------------------------------------------------
+RESTART_KINDS = frozenset(
+    {"grant", "mode", "title", "checkpoint", "rewind"}
+)  # session-wide, before the start
+
+
+def resume(session: Session, store: SessionStore) -> None:
+    """Rebuild a freshly built `session` from its open store: from the last `compaction` record of the active
+    branch that holds its kept messages, with the session-wide records before it read through the index and
+    the counts the index keeps; else the whole log, streamed. Either way no list of the log's records is
+    made. Raises StorageError as `replay_into`."""
+    branch = store.active_branch()
+    entry = _restart_entry(store, branch)
+    if entry is None:
+        records = (rec for _, rec in store.iter_records(0))
+        _run(_Replay(session), session, records, branch, store.tally.tool_use_ids)
+        return
+    replay = _Replay(session, restart=entry.seq)
+    before = [e for e in store.entries if e.seq <= entry.seq]
+    _seed(replay, session, store, before, branch)
+    records = (rec for _, rec in store.iter_records(entry.offset))
+    _run(replay, session, records, branch, store.tally.tool_use_ids)
+    _count_compactions(session, before, branch)
+
+
+def _restart_entry(store: SessionStore, branch: ActiveBranch) -> Entry | None:
+    """The entry of the last compaction on the active branch, when its record has `kept` (written since issue
+    16) and nothing after it needs what precedes it (a `withdrawn` record of a prompt before it)."""
+    active = [e for e in store.entries if e.seq in branch]
+    if not active or "kept" not in store.read_sparse(active[-1]):
+        return None
+    prompts: set[str] = set()
+    for _, rec in store.iter_records(active[-1].offset):
+        kind = rec.get("kind")
+        if kind == "message" and (rec.get("message") or {}).get("role") == "user":
+            prompts.add(str(rec.get("messageId")))
+        elif kind == "withdrawn" and rec.get("seq") in branch and str(rec.get("messageId")) not in prompts:
+            return None
+    return active[-1]
+
+
+def _seed(
+    replay: _Replay, session: Session, store: SessionStore, before: list[Entry], branch: ActiveBranch
+) -> None:
+    """The state the records before the start give: session-wide records (grants and mode checked like any,
+    title, checkpoints, rewinds) and the last todos snapshot of the branch, read through the index; the
+    prompt count, token totals and tool_use ids from the index's counts."""
+    start = before[-1]
+    sparse = [x for x in store.tally.sparse if x.seq < start.seq]
+    todos = [x for x in sparse if x.kind == "todos" and x.seq in branch]
+    for x in sparse:
+        if x.kind in RESTART_KINDS or (todos and x is todos[-1]):
+            rec = store.read_sparse(x)
+            model = r.parse_record(rec)
+            if model is not None:
+                replay.apply(rec, model, branch)
+    counts = start.counts
+    session.turns += int(counts["prompts"])
+    for key, sums in counts["usage"].items():
+        usage = Usage.from_json(sums)
+        session.totals.add(usage, key.partition("|")[0])
+        session.totals.requests += int(sums["n"]) - 1
+        session.totals.cache_read_known &= not sums.get("unknownRead")
+    session.context.remember_tool_use_ids({i for e in before for i in e.ids})
+
+
+def _count_compactions(session: Session, before: list[Entry], branch: ActiveBranch) -> None:
+    """The Context's compaction counts as a whole replay makes them: every compaction on the branch."""
+    state, prev = session.context.compaction, 0
+    for e in before:
+        replaced, prev = int(e.counts["replaced"]) - prev, int(e.counts["replaced"])
+        if e.seq in branch and e is not before[-1]:
+            state.compactions += 1
+            state.replaced_total += replaced
+    state.replaced_total += replaced  # the start's own (`restart` counts it as 0)

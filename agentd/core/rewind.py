@@ -188,7 +188,8 @@ async def rewind(
 
 def recover(s: Session, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Finish a rewind a crash interrupted (its intent file exists): run its plan again, then write its record
-    unless the log has it. Returns the records written (replay applies them). Called when the session opens,
+    unless the log has it (`records`: the log's `rewind` records at least). Returns the records written (the
+    replay that follows reads them from the log). Called when the session opens,
     before replay. Raises OSError, StorageError (the session then does not open; the intent file stays)."""
     ck = s.checkpointer
     intent = restore.read_intent(ck.store.root)

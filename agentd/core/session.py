@@ -60,7 +60,7 @@ from agentd.core.checkpoints import Checkpointer
 from agentd.core.compaction import compress
 from agentd.core.context import Context
 from agentd.core.fork import fork_session
-from agentd.core.history import earlier_updates, replay_updates
+from agentd.core.history import earlier_updates, last_page_updates, replay_updates
 from agentd.core.hooks import Hooks
 from agentd.core.instructions import Instructions, user_instructions_dir
 from agentd.core.instructions import load as load_instructions
@@ -316,8 +316,17 @@ class Session:
 
     def replay_updates(self) -> list[dict[str, Any]]:
         """Every update of a `session/load` replay (PROTOCOL.md §6.2), read from the log on disk now; the
-        same builders as a live turn. Adapter-neutral: the caller frames and sends them."""
-        return replay_updates(self, self.journal.all_records())
+        same builders as a live turn. Adapter-neutral: the caller frames and sends them. Reads only the last
+        page (from the turn of the last compaction, found through the index) when there is one."""
+        store = self.journal.store
+        branch = store.active_branch()
+        last = next((e for e in reversed(store.entries) if e.seq in branch), None)
+        turn = int(last.counts["turn"]) if last is not None else 0
+        if last is None or turn == last.counts["firstTurn"] or not store.starts_on_branch(turn, branch):
+            return replay_updates(self, self.journal.all_records())
+        todos = any(x.kind == "todos" and x.seq in branch for x in store.tally.sparse)
+        records = (rec for _, rec in store.iter_records(turn))
+        return last_page_updates(self, records, branch, todos=todos)
 
     def history(self, before: int) -> dict[str, Any]:
         """The `agentd/session/history` result (PROTOCOL.md §6.15): the page of replay updates before the

@@ -283,6 +283,10 @@ class TodoTracker:
         self._written = True
         self._stale = max(0, counter)
 
+    def restore_count(self, counter: int) -> None:
+        """Set the stale-round counter a `compaction` record stored (replay, issue 16)."""
+        self._stale = max(0, counter)
+
     def reset(self) -> None:
         """No snapshot and a zero counter, as a new tracker (before a conversation rewind's replay)."""
         self._snapshot, self._written, self._stale = (), False, 0

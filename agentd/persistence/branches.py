@@ -14,7 +14,7 @@ checkpoints, rewinds) hold for the whole session. Imports nothing from agentd.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 BRANCH_KINDS = frozenset(
@@ -77,7 +77,31 @@ def branch_seqs(records: Iterable[Mapping[str, Any]], tip: int) -> set[int]:
     return _chain(parent, tip) if tip in parent else set()
 
 
-def on_branch(record: Mapping[str, Any], active: set[int]) -> bool:
+def on_branch(record: Mapping[str, Any], active: Container[int]) -> bool:
     """Whether a record counts for the conversation now: a branch kind on the active branch, or any other
     kind (those hold for the whole session)."""
     return record.get("kind") not in BRANCH_KINDS or record.get("seq") in active
+
+
+class ActiveBranch:
+    """The active branch as seq ranges, from the log's conversation rewinds alone (no other record needed:
+    a resume reads them through the index, issue 16). `seq in branch` as `seq in active_seqs(records)`.
+    `rewinds`: the `rewind` records in log order (others are ignored); `last_seq`: the log's last seq."""
+
+    def __init__(self, rewinds: Iterable[Mapping[str, Any]], last_seq: int) -> None:
+        jumps = [(int(r["seq"]), int(r["toSeq"])) for r in rewinds if is_conversation_rewind(r)]
+        jumps = [(seq, to) for seq, to in jumps if 1 <= to < seq]  # `toSeq in parent`: an earlier record
+        self.ranges: list[tuple[int, int]] = []  # (low, high) inclusive, highest first
+        cur = last_seq
+        if jumps and jumps[-1][0] == last_seq:  # the log ends with a rewind: the tip is its target
+            cur = jumps.pop()[1]
+        for seq, to in reversed(jumps):
+            if seq >= cur:
+                continue  # a rewind on a branch already left, or the tip itself (it moves what follows)
+            self.ranges.append((seq + 1, cur))
+            cur = to
+        if cur >= 1:
+            self.ranges.append((1, cur))
+
+    def __contains__(self, seq: object) -> bool:
+        return isinstance(seq, int) and any(lo <= seq <= hi for lo, hi in self.ranges)

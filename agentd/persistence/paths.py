@@ -113,6 +113,10 @@ class DataDir:
     def log_path(self, session_id: str) -> Path:
         return self.session_dir(session_id) / "log.jsonl"
 
+    def index_path(self, session_id: str) -> Path:
+        """The resume index of the log (agentd/persistence/logindex.py): a cache, rebuilt when it is bad."""
+        return self.session_dir(session_id) / "log.idx"
+
     def meta_path(self, session_id: str) -> Path:
         return self.session_dir(session_id) / "meta.json"
 

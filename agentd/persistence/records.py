@@ -157,12 +157,17 @@ class UsageRecord(Record):
 
 
 class CompactionRecord(Record):
-    """The first `replaced` active messages were replaced by `summary` (and `ack`); nothing is deleted."""
+    """The first `replaced` active messages were replaced by `summary` (and `ack`); nothing is deleted.
+    `kept` (issue 16): the messages that follow the summary, each `{"message", "blobs"?}` as in a `message`
+    record, and `stale` the todo tracker's round counter then, so a resume can start at this record; absent
+    in records written before (a resume then reads the whole log)."""
 
     kind: ClassVar[str] = "compaction"
     replaced: int
     summary: dict[str, Any]
     ack: dict[str, Any] | None = None
+    kept: list[dict[str, Any]] | None = None
+    stale: int | None = None
 
 
 class InstructionsRecord(Record):
@@ -368,7 +373,7 @@ class LogScan:
         return self.records[-1]["seq"] if self.records else 0
 
 
-def _version_error(session_id: str, record: dict[str, Any], line: int) -> Exception:
+def version_error(session_id: str, record: dict[str, Any], line: int) -> Exception:
     version = record.get("agentdVersion")  # only a meta record names its writer
     writer = f"agentd {version}" if isinstance(version, str) else "a newer agentd"
     return UnsupportedSessionVersion(
@@ -399,7 +404,7 @@ def scan_log(data: bytes, session_id: str, path: str) -> LogScan:
             # prove the alignment, anything else is decoded line by line below.
             if _envelope_ok(record) and (not records or record["seq"] == records[-1]["seq"] + 1):
                 if record["v"] > LOG_VERSION:
-                    raise _version_error(session_id, record, number)
+                    raise version_error(session_id, record, number)
                 records.append(record)
                 continue
         try:
@@ -414,7 +419,7 @@ def scan_log(data: bytes, session_id: str, path: str) -> LogScan:
                 line=number,
             ) from None
         if record["v"] > LOG_VERSION:
-            raise _version_error(session_id, record, number)
+            raise version_error(session_id, record, number)
         records.append(record)
     if not tail:
         return LogScan(records, len(data), b"", False)
@@ -423,6 +428,6 @@ def scan_log(data: bytes, session_id: str, path: str) -> LogScan:
     except ValueError:
         return LogScan(records, len(data) - len(tail), tail, False)
     if record["v"] > LOG_VERSION:
-        raise _version_error(session_id, record, len(lines) + 1)
+        raise version_error(session_id, record, len(lines) + 1)
     records.append(record)
     return LogScan(records, len(data), b"", True)

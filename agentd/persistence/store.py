@@ -1,10 +1,14 @@
-"""One open session's files: the append-only log, meta.json, blobs, the lock (CONTRACTS.md §9).
+"""One open session's files: the append-only log, its index, meta.json, blobs, the lock (CONTRACTS.md §9).
 
-Owns: `SessionStore`, the single writer of `sessions/<id>/log.jsonl` for as long as it holds the session
-lock: it repairs a torn last line at open, assigns `seq` and `at`, appends records with one `os.write` on an
-O_APPEND fd (O(1) in the log's size: the last seq and size live in memory), fsyncs, writes blobs and
-meta.json atomically; and `read_records`, the lock-free read-only view for `sessions show`/`export`.
-Failpoints (TESTING.md §4): `store.append.before|mid|after`, `meta.before_rename`.
+Owns: `SessionStore`, the single writer of `sessions/<id>/log.jsonl` and `log.idx` for as long as it holds
+the session lock: at open it reads the log from its last indexed compaction on (agentd/persistence/logindex.py;
+the whole log, streamed, when the index is missing or does not verify, and then rewrites the index), repairs
+a torn last line, assigns `seq` and `at`, appends records with one `os.write` on an O_APPEND fd (O(1) in the
+log's size: the last seq and size live in memory), fsyncs, then indexes a `compaction` record (never before
+it is durable), writes blobs and meta.json atomically; it keeps no parsed record but reads them back on
+demand (`read_sparse`, `iter_records`). `read_records` is the lock-free read-only view for `sessions
+show`/`export`. Failpoints (TESTING.md §4): `store.append.before|mid|after`, `store.index.mid`,
+`meta.before_rename`.
 Must not import pygls, lsprotocol, acp or agentd.adapters.
 """
 
@@ -17,7 +21,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,20 @@ from typing import Any
 import agentd
 from agentd import failpoints
 from agentd.errors import StorageError
+from agentd.persistence.branches import ActiveBranch
 from agentd.persistence.index import META_FIELDS, initial_meta, read_meta, session_not_found
 from agentd.persistence.lock import SessionLock
+from agentd.persistence.logindex import (
+    Entry,
+    Sparse,
+    Tally,
+    append_entries,
+    iter_lines,
+    load_entries,
+    read_line,
+    rewrite_entries,
+    scan_tail,
+)
 from agentd.persistence.paths import (
     DataDir,
     as_data_dir,
@@ -37,7 +53,14 @@ from agentd.persistence.paths import (
     open_private,
     write_all,
 )
-from agentd.persistence.records import LOG_VERSION, LogScan, encode_record, format_at, scan_log
+from agentd.persistence.records import (
+    LOG_VERSION,
+    LogScan,
+    decode_line,
+    encode_record,
+    format_at,
+    scan_log,
+)
 
 log = logging.getLogger(__name__)
 
@@ -130,13 +153,18 @@ class SessionStore:
         self._lock = lock
         self._fd: int | None = fd
         self._fd_lock = threading.Lock()  # `sync` may run in a worker thread (Journal.durable); close waits
-        self._records = scan.records
         self._last_seq = scan.last_seq
         self._size = scan.good_len
+        self._opened_len = scan.good_len  # what `records()` reads back
         self._needs_newline = scan.needs_newline
         self._clock = clock
         self._meta: dict[str, Any] = {}
         self._broken = False
+        self.tally = Tally()  # whole-log facts (agentd/persistence/logindex.py), current with every append
+        self.entries: list[Entry] = []  # the index: one entry per durable compaction record, in log order
+        self._unindexed: list[Entry] = []  # entries of compaction records awaiting their fsync
+        self._first: dict[str, Any] | None = None  # record 1 (the meta record), read at open
+        self._last_at: str | None = None
 
     # ---- opening -------------------------------------------------------------------------------------
 
@@ -173,11 +201,11 @@ class SessionStore:
             raise _io_error("create the folder", session_id, sdir, exc, advice) from exc
         store: SessionStore | None = None
         try:
-            fd = open_private(dd.log_path(session_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL)
+            fd = open_private(dd.log_path(session_id), os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL)
             store = cls(dd, session_id, lock, fd, LogScan([], 0, b"", False), clock or _utcnow)
             payload = {"sessionId": session_id, "agentdVersion": agentd.__version__, **meta}
             record = store.append("meta", payload)
-            store._records = [record]
+            store._first, store._opened_len = record, store._size
             fsync_dir(sdir)
             store._meta = initial_meta(session_id, meta, record["at"])
             store._write_meta()
@@ -208,14 +236,16 @@ class SessionStore:
             raise session_not_found(dd, session_id) from None
         fd = -1
         try:
-            path, data = _read_log(dd, session_id)
-            scan = scan_log(data, session_id, str(path))
-            fd = open_private(path, os.O_WRONLY | os.O_APPEND)
-            store = cls(dd, session_id, lock, fd, scan, clock or _utcnow)
-            if scan.torn:
-                store._set_aside_torn(scan)
+            path = _existing_log(dd, session_id)
+            fd = open_private(path, os.O_RDWR | os.O_APPEND)
+            store = cls._opened(dd, session_id, lock, fd, clock or _utcnow)
             store._meta = store._load_meta()
             store._remove_stale_tmp()
+        except FileNotFoundError:
+            if fd >= 0:
+                os.close(fd)
+            lock.release()
+            raise session_not_found(dd, session_id) from None
         except BaseException:
             if fd >= 0:
                 os.close(fd)
@@ -223,18 +253,53 @@ class SessionStore:
             raise
         return store
 
-    def _set_aside_torn(self, scan: LogScan) -> None:
-        seq = scan.last_seq + 1
+    @classmethod
+    def _opened(cls, dd: DataDir, session_id: str, lock: SessionLock, fd: int, clock: Clock) -> SessionStore:
+        """Read the index and the log after its last entry (all of it without one), repair a torn tail, and
+        rewrite the index when it was not exactly right."""
+        path = dd.log_path(session_id)
+        try:
+            size = os.fstat(fd).st_size
+            entries, exact = load_entries(dd.index_path(session_id), fd, size)
+        except OSError as exc:
+            raise _io_error(
+                "read the log", session_id, path, exc, "Check the data dir's permissions."
+            ) from exc
+        tally = Tally()
+        start, last_seq = 0, 0
+        if entries:
+            tally.resume(entries)
+            start, last_seq = entries[-1].offset + entries[-1].length, entries[-1].seq
+        try:
+            tail = scan_tail(fd, start, size, tally, last_seq, (session_id, str(path)))
+        except OSError as exc:
+            raise _io_error(
+                "read the log", session_id, path, exc, "Check the data dir's permissions."
+            ) from exc
+        store = cls(
+            dd, session_id, lock, fd, LogScan([], tail.good_len, tail.torn, tail.needs_newline), clock
+        )
+        store._last_seq, store.tally, store._last_at = tail.last_seq, tally, tail.last_at
+        store._first = tail.first if start == 0 else None
+        store.entries = entries + tail.entries
+        if tail.torn:
+            store._set_aside_torn(tail.good_len, tail.torn, tail.last_seq)
+        if tail.entries or not exact:
+            store._rewrite_index()
+        return store
+
+    def _set_aside_torn(self, good_len: int, torn: bytes, last_seq: int) -> None:
+        seq = last_seq + 1
         target = self.log_path.with_name(f"log.jsonl.torn-{seq}")
         n = 1
         try:
-            while target.exists() and target.read_bytes() != scan.torn:
+            while target.exists() and target.read_bytes() != torn:
                 target = self.log_path.with_name(f"log.jsonl.torn-{seq}.{n}")
                 n += 1
             if not target.exists():
-                atomic_write(target, scan.torn)
+                atomic_write(target, torn)
             assert self._fd is not None
-            os.ftruncate(self._fd, scan.good_len)
+            os.ftruncate(self._fd, good_len)
             os.fsync(self._fd)
             fsync_dir(self.log_path.parent)
         except OSError as exc:
@@ -242,7 +307,7 @@ class SessionStore:
             raise _io_error("repair the torn last line", self.session_id, self.log_path, exc, advice) from exc
         msg = (
             f"Session {self.session_id}: the last line of log.jsonl was torn (a crash during a write); "
-            f"its {len(scan.torn)} bytes were moved to {target.name} and the log ends at record {seq - 1}."
+            f"its {len(torn)} bytes were moved to {target.name} and the log ends at record {seq - 1}."
         )
         self.warnings.append(msg)
         log.warning("%s", msg)
@@ -251,10 +316,11 @@ class SessionStore:
         meta = read_meta(self.data_dir, self.session_id)
         if meta is not None:
             return meta
-        first = self._records[0] if self._records and self._records[0]["kind"] == "meta" else {}
+        first = self.first_record() or {}
+        first = first if first.get("kind") == "meta" else {}
         rebuilt = initial_meta(self.session_id, first, first.get("at") or format_at(self._clock()))
-        if self._records:
-            rebuilt["updatedAt"] = self._records[-1]["at"]
+        if self._last_at:
+            rebuilt["updatedAt"] = self._last_at
         msg = f"Session {self.session_id}: meta.json is missing or unreadable; rebuilt it from the log."
         self.warnings.append(msg)
         log.warning("%s", msg)
@@ -279,11 +345,58 @@ class SessionStore:
         return json.loads(json.dumps(self._meta))
 
     def records(self) -> list[dict[str, Any]]:
-        """The records read at open (for `create()`: the meta record), in log order, unknown kinds included.
+        """The records that were in the log at open (for `create()`: the meta record), in log order, unknown
+        kinds included, read back from disk now (a list of the whole log: for tests and small logs; a resume
+        reads `read_sparse` and `iter_records`). Raises StorageError."""
+        return [rec for _, rec in self.iter_records(0, self._opened_len)]
 
-        Appends made since are not added. Replay skips kinds that `records.is_known_kind` rejects.
-        """
-        return self._records
+    def iter_records(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(byte offset, decoded record) of each record of the log in bytes [start, end) (default: to its end
+        now), streamed; `start` must be where a record starts (0, or a `Sparse`/`Entry` offset). Raises
+        StorageError."""
+        fd = self._require_open()
+        stop = self._size if end is None else end
+        try:
+            for offset, line in iter_lines(fd, start, stop):
+                yield offset, decode_line(line)
+        except (OSError, ValueError) as exc:
+            raise StorageError(
+                f"Session {self.session_id}: cannot read {self.log_path} at byte {start} ({exc}).",
+                sessionId=self.session_id, path=str(self.log_path),
+            ) from None  # fmt: skip
+
+    def read_sparse(self, where: Sparse | Entry) -> dict[str, Any]:
+        """The record an index item points at, checked: it decodes and has the item's seq (and kind). Raises
+        StorageError when it does not (the caller falls back to reading the whole log)."""
+        fd = self._require_open()
+        kind = where.kind if isinstance(where, Sparse) else "compaction"
+        try:
+            rec = decode_line(read_line(fd, where.offset, where.length))
+        except (OSError, ValueError):
+            rec = {}
+        if rec.get("seq") != where.seq or rec.get("kind") != kind:
+            raise StorageError(
+                f"Session {self.session_id}: the index of {self.log_path} does not match record {where.seq}.",
+                sessionId=self.session_id, path=str(self.log_path),
+            )  # fmt: skip
+        return rec
+
+    def active_branch(self) -> ActiveBranch:
+        """The active branch (agentd/persistence/branches.py) from the log's `rewind` records, read through
+        the index. Raises StorageError."""
+        rewinds = [self.read_sparse(x) for x in self.tally.sparse if x.kind == "rewind"]
+        return ActiveBranch(rewinds, self._last_seq)
+
+    def starts_on_branch(self, offset: int, branch: ActiveBranch) -> bool:
+        """Whether a record of `branch` (a checkpoint or prompt) starts at byte `offset`. Raises StorageError."""
+        rec = next((rec for _, rec in self.iter_records(offset)), {})
+        return rec.get("kind") in ("checkpoint", "prompt") and rec.get("seq") in branch
+
+    def first_record(self) -> dict[str, Any] | None:
+        """Record 1 (the `meta` record), or None for an empty log. Raises StorageError."""
+        if self._first is None and self._size:
+            self._first = next((rec for _, rec in self.iter_records(0)), None)
+        return self._first
 
     def read_blob(self, ref: str) -> bytes:
         """The bytes of blob `ref`. Raises ValueError for a malformed ref, StorageError if unreadable."""
@@ -314,8 +427,16 @@ class SessionStore:
             lines.append(encode_record(i, kind, payload, at))
             records.append({"v": LOG_VERSION, "seq": i, "at": at, "kind": kind, **payload})
         if records:
+            offset = self._size + self._needs_newline
             self._write(b"".join(lines), fsync)
             self._last_seq = records[-1]["seq"]
+            for rec, line in zip(records, lines, strict=True):
+                self.tally.observe(rec, offset, len(line))
+                if rec["kind"] == "compaction":
+                    self._unindexed.append(self.tally.entry(rec["seq"], offset, line))
+                offset += len(line)
+            if fsync:
+                self._index_durable()
         return records
 
     def _write(self, data: bytes, fsync: bool) -> None:
@@ -355,10 +476,34 @@ class SessionStore:
         StorageError."""
         with self._fd_lock:
             fd = self._require_open()
+            pending = len(self._unindexed)
             try:
                 os.fsync(fd)
             except OSError as exc:
                 raise self._write_error(exc) from exc
+            self._index_durable(pending)
+
+    def _index_durable(self, upto: int | None = None) -> None:
+        """Append the entries of the compaction records now durable (the first `upto` waiting) to `log.idx`,
+        fsynced. The index is a cache: a failure is logged and the next open rebuilds it."""
+        done = self._unindexed[: len(self._unindexed) if upto is None else upto]
+        if not done:
+            return
+        del self._unindexed[: len(done)]
+        self.entries.extend(done)
+        append_entries(self.data_dir.index_path(self.session_id), done, self.session_id)
+
+    def _rewrite_index(self) -> None:
+        """Write `log.idx` afresh from `entries` after fsyncing the log, so no entry points at a record that is
+        not durable (a failure is logged: the index is a cache)."""
+        try:
+            os.fsync(self._require_open())
+        except OSError as exc:
+            log.warning(
+                "session %s: cannot fsync the log (%s); the index is left as it is", self.session_id, exc
+            )
+            return
+        rewrite_entries(self.data_dir.index_path(self.session_id), self.entries, self.session_id)
 
     def write_blob(self, data: bytes) -> str:
         """Store `data` once as `blobs/<sha256>` (0600; temp file, fsync, rename) and return the sha256 hex ref.

@@ -256,7 +256,8 @@ def generate(data_dir: Path | str, *, messages: int, seed: int, session_id: str 
 
 def generate_compacted(data_dir: Path | str, *, mib: float, live_kib: float, seed: int) -> str:
     """A long session for the resume benchmark (issue 16): about `mib` MiB of turns, then a `compaction`
-    record replacing all of them (the shape `core/compaction.py` writes: a summary and its ack), then about
+    record replacing all of them (the shape `core/compaction.py` writes: a summary, its ack, no kept message,
+    the todo round counter), then about
     `live_kib` KiB of turns after it. Returns the session id (`sess_bench_big_<mib>_<seed>`)."""
     rng = random.Random(seed)
     sid = f"sess_bench_big_{int(mib)}_{seed}"
@@ -278,7 +279,8 @@ def generate_compacted(data_dir: Path | str, *, mib: float, live_kib: float, see
                 summary = {"role": "user", "content": [{"type": "text", "text": "[Summary of earlier conversation]\n"
                            + _text_of(rng, 4000)}]}  # fmt: skip
                 ack = {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]}
-                store.append("compaction", {"replaced": runs, "summary": summary, "ack": ack})
+                store.append("compaction", {"replaced": runs, "summary": summary, "ack": ack, "kept": [],
+                                            "stale": 0})  # fmt: skip
                 last_role = "assistant"
             written, chunk = 0, 0
             while written < budget_bytes:

@@ -3,9 +3,10 @@ back, the abandoned records stay in the log but leave the conversation."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
-from agentd.persistence.branches import BRANCH_KINDS, active_seqs, branch_seqs, on_branch
+from agentd.persistence.branches import BRANCH_KINDS, ActiveBranch, active_seqs, branch_seqs, on_branch
 
 
 def recs(*kinds: str | tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -69,3 +70,20 @@ def test_rewinding_to_an_abandoned_checkpoint_goes_back_to_that_branch() -> None
 def test_branch_kinds_are_the_conversation() -> None:
     assert {"prompt", "message", "todos", "compaction", "usage"} <= BRANCH_KINDS
     assert not {"grant", "mode", "title", "checkpoint", "rewind", "meta"} & BRANCH_KINDS
+
+
+def test_the_active_branch_from_rewinds_alone_is_active_seqs() -> None:
+    """Issue 16: a resume finds the active branch from the `rewind` records (read through the index) and the
+    last seq; on random logs with conversation and files-only rewinds, to earlier, equal, later and missing
+    seqs, it is `active_seqs` of the whole log."""
+    for trial in range(2000):
+        rng = random.Random(trial)
+        log: list[dict[str, Any]] = []
+        for seq in range(1, rng.randint(1, 40) + 1):
+            if seq > 1 and rng.random() < 0.15:
+                to = rng.randint(0, seq + 2)
+                log.append({"seq": seq, "kind": "rewind", "conversation": rng.random() < 0.8, "toSeq": to})
+            else:
+                log.append({"seq": seq, "kind": rng.choice(["message", "checkpoint", "prompt"])})
+        branch = ActiveBranch([r for r in log if r["kind"] == "rewind"], len(log))
+        assert {s for s in range(len(log) + 3) if s in branch} == active_seqs(log), trial
