@@ -177,6 +177,8 @@ async def stdio_client(
                     message = session_message.message
                     if isinstance(message, types.JSONRPCRequest):
                         pending[message.id] = None
+                    elif getattr(message, "method", None) == "notifications/cancelled":
+                        pending.pop((getattr(message, "params", None) or {}).get("requestId"), None)
                     data = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     await process.stdin.send(data.encode("utf-8"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentd.text import visible
+from agentd.text import scrub_surrogates, visible
 from agentd.tools import ripgrep
 from agentd.tools.base import ToolContext
 from agentd.tools.globs import GlobFilter, InvalidGlob
@@ -71,8 +71,8 @@ class Scope:
     def shown(self, rg_path: bytes) -> str:
         """The workspace-relative path as the model sees it: control characters, newlines and other
         invisible characters escaped (`agentd.text.visible`), so a file name cannot forge a result line
-        (break11)."""
-        return visible(self.relpath(rg_path), one_line=True)
+        (break11); bytes that are not UTF-8 shown as U+FFFD, as `list_dir` shows them (H19)."""
+        return visible(scrub_surrogates(self.relpath(rg_path)), one_line=True)
 
     def locator(self, ctx: ToolContext) -> Callable[[bytes], str]:
         """rg path -> absolute path, for `locations` (PROTOCOL.md §7.3: absolute there; not escaped)."""
