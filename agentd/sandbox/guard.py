@@ -107,11 +107,25 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def _empty(entry: os.DirEntry[str]) -> bool:
+    """An empty folder or empty regular file (not a link): harmless, and what another agentd's stand-in
+    looks like, so it is left alone."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            with os.scandir(entry.path) as inside:
+                return next(inside, None) is None
+        return stat.S_ISREG(st.st_mode) and st.st_size == 0
+    except OSError:
+        return False
+
+
 def created(
     before: Survey, roots: Iterable[Path], skip: tuple[Path, ...], budget_s: float = WALK_BUDGET_S
 ) -> tuple[list[Path], bool]:
     """The protected entries under `roots` that `before` did not find: in a folder `before` listed, or in
-    a folder made since; folders seen but not listed before (its budget ran out) are not judged. Returns
+    a folder made since; folders seen but not listed before (its budget ran out) are not judged, nor is
+    an empty folder or file (harmless; another agentd's stand-in looks so). Returns
     them (shallowest first) and whether the walk finished within `budget_s`."""
     found: list[Path] = []
     skipped = tuple(str(p) for p in skip)
@@ -132,7 +146,7 @@ def created(
         for e in entries:
             key = (dev, e.inode())
             if e.name in ANYWHERE:
-                if key not in before.found_keys:
+                if key not in before.found_keys and not _empty(e):
                     found.append(Path(e.path))
             elif _is_dir(e) and not _inside(e.path, skipped):
                 if new or key not in before.seen:
@@ -240,12 +254,13 @@ class Guard:
     def policy(self) -> SandboxPolicy:
         return dataclasses.replace(self._base, readonly=(*self._base.readonly, *self._binds))
 
-    def finish(self) -> list[str]:
+    def finish(self, *, ran: bool = True) -> list[str]:
         """Remove the stand-ins, move what the command created among protected paths into quarantine;
-        the lines to add to the command's result (empty: nothing to say). Call once."""
+        the lines to add to the command's result (empty: nothing to say). Call once; `ran` False: the
+        process never started (only the stand-ins are removed)."""
         notes: list[str] = []
         try:
-            if self._after:
+            if self._after and ran:
                 notes = self._check()
         finally:
             for spot in self._held:

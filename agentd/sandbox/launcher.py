@@ -49,9 +49,10 @@ class Launch:
     tmpdir: Path | None = None
     guard: Guard | None = None
 
-    def finish(self) -> list[str]:
-        """After the process exited: the guard's lines for the result (`Guard.finish`); call once."""
-        return self.guard.finish() if self.guard is not None else []
+    def finish(self, *, ran: bool = True) -> list[str]:
+        """After the process exited (`ran` False: it never started): the guard's lines for the result
+        (`Guard.finish`); call once."""
+        return self.guard.finish(ran=ran) if self.guard is not None else []
 
 
 class Launcher:

@@ -277,14 +277,8 @@ class RunCommand(Tool):
                 content=f"run_command could not start: {err}", is_error=True, title=self.title(args)
             )
         launcher = launcher_of(ctx)
-        try:  # in a thread: the sandbox's guard walks the workspace (agentd.sandbox.guard)
-            launch = await asyncio.to_thread(
-                launcher.launch,
-                [shell, "-c", args.command],
-                ctx.root,
-                network=args.network,
-                unsandboxed=args.unsandboxed,
-            )
+        try:
+            launch = await _launch(launcher, [shell, "-c", args.command], ctx, args)
         except SandboxRefused as exc:
             return ToolOutput(content=str(exc), is_error=True, title=self.title(args))
         try:
@@ -379,6 +373,26 @@ class RunCommand(Tool):
                 "truncated": capture.truncated,
             },
         )
+
+
+async def _launch(launcher: Launcher, argv: list[str], ctx: ToolContext, args: Any) -> Launch:
+    """`launcher.launch` in a thread (the sandbox's guard walks the workspace: agentd.sandbox.guard). If
+    the call is cancelled meanwhile, the launch still completes there; its stand-ins are then removed."""
+    call = asyncio.ensure_future(
+        asyncio.to_thread(launcher.launch, argv, ctx.root, network=args.network, unsandboxed=args.unsandboxed)
+    )
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        call.add_done_callback(_abandon)
+        raise
+
+
+def _abandon(call: asyncio.Future[Launch]) -> None:
+    if not call.cancelled() and call.exception() is None:
+        call.result().finish(ran=False)
+        if call.result().tmpdir is not None:
+            shutil.rmtree(str(call.result().tmpdir), ignore_errors=True)
 
 
 def _noted(out: ToolOutput, launch: Launch, launcher: Launcher, notes: list[str]) -> ToolOutput:

@@ -5,6 +5,7 @@ the model-facing lines. The behaviour inside bubblewrap is tests/integration/tes
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -12,9 +13,12 @@ import pytest
 
 import agentd.sandbox.guard as guard_module
 from agentd.permissions.protected import ANYWHERE, ProtectedPaths
-from agentd.sandbox import build_policy
+from agentd.sandbox import Launcher, SandboxStatus, build_policy
 from agentd.sandbox.guard import STAND_INS, Guard, created, readonly_hint, survey
 from agentd.sandbox.seatbelt import seatbelt_profile
+from agentd.tools.base import ToolContext
+from agentd.tools.shell import RunCommand, _launch
+from tests.lsp.harness import wait_until
 
 
 def make(root: Path, *paths: str) -> None:
@@ -139,3 +143,37 @@ def test_a_tree_beyond_the_budget_or_the_bind_cap_is_named(
     monkeypatch.setattr(guard_module, "WALK_BUDGET_S", -1.0)
     slow = Guard(build_policy([ws], p))
     assert [n for n in slow.finish() if "too large" in n] and sorted(os.listdir(ws)) == ["a", "b", "c"]
+
+
+def test_empty_protected_entries_are_left_and_a_launch_that_never_ran_is_not_judged(tmp_path: Path) -> None:
+    """break12: an empty `.git` folder or `.exrc` file a command made is harmless (and what another
+    agentd's stand-in looks like): left in place; `finish(ran=False)` removes the stand-ins only."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    p = ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", tmp_path / "data")
+    guard = Guard(build_policy([ws], p))
+    make(ws, "a/.git/", "b/x")
+    (ws / "b" / ".exrc").write_text("")
+    assert guard.finish() == [] and (ws / "a" / ".git").is_dir() and (ws / "b" / ".exrc").exists()
+    unused = Guard(build_policy([ws], p))
+    make(ws, "c/.git/config")
+    assert unused.finish(ran=False) == [] and (ws / "c" / ".git" / "config").exists()
+    assert sorted(os.listdir(ws)) == ["a", "b", "c"]
+
+
+async def test_a_cancelled_launch_leaves_no_stand_in(tmp_path: Path) -> None:
+    """break12: run_command cancelled while the launch (its walk) runs in a thread: the launch finishes
+    there and its stand-ins are removed."""
+    ws = tmp_path / "ws"
+    make(ws, "src/a.py")
+    p = ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", tmp_path / "data")
+    launcher = Launcher(
+        "required", SandboxStatus("bubblewrap", True, "/usr/bin/bwrap", "0.8.0"), build_policy([ws], p)
+    )
+    args = RunCommand.Input.model_validate({"command": "true"})
+    call = asyncio.ensure_future(_launch(launcher, ["/bin/sh", "-c", "true"], ToolContext(root=ws), args))
+    await asyncio.sleep(0)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await wait_until(lambda: sorted(os.listdir(ws)) == ["src"], "the stand-ins of the abandoned launch to go")
