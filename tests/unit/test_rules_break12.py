@@ -41,6 +41,7 @@ LITERAL = [
     "uv run --with x rm f", "poetry run rm f", "npm exec -- rm f", "npx -c 'rm f'", "bundle exec rm f",
     "conda run -n base rm f", "nix-shell -p x --run 'rm f'", "nix develop -c rm f", "direnv exec . rm f",
     "x=$(rm f)", "echo $(( $(rm f) ))", "[[ $(rm f) ]]", "case x in x) rm f;; esac", 'r""m f',
+    "timeout 5 \\\n  rm f", "sudo \\\n rm \\\n f", "bash -c 'timeout 5 \\\n rm f'",
 ]  # fmt: skip
 # forms whose command cannot be known before they run
 UNKNOWABLE = [
@@ -251,3 +252,15 @@ def test_break12_property_a_deny_holds_through_every_form(case: tuple[str, bool,
         assert d.decided_by in ("rule", "timeout") and d.decision == "deny", line
     else:
         assert d.decided_by in ("mode", "rule") and d.decision == "allow", (line, d)
+
+
+def test_break12_a_hook_matcher_sees_what_a_line_runs() -> None:
+    """A `before_tool` hook on `run_command(git push *)` runs for `sudo git push`, `bash -c "git push"` and
+    `git $SUB` (it might be a push), not for `git status` (docs/hooks.md)."""
+    from agentd.core.user_hooks import HookSpec
+
+    hook = HookSpec("before_tool", "no-push", "true", "run_command(git push *)")
+    seen = {c: hook.matches("run_command", Preview(summary="", command=c), [ROOT])
+            for c in ("git push", "sudo git push", 'bash -c "git push origin"', "git $SUB", "git status")}  # fmt: skip
+    assert seen == {"git push": True, "sudo git push": True, 'bash -c "git push origin"': True, "git $SUB": True,
+                    "git status": False}  # fmt: skip
