@@ -2,7 +2,7 @@
 
 Owns the one rule of what an image block may hold, wherever one comes from (an MCP tool result, an editor's
 prompt, a session log written before this rule): `check()` (is this base64 image one the Messages API
-takes, and as what), `image_block()` (the block, or the text note that stands for it) and `request_safe()`
+takes, and as what), `image_block()` (the block, or the text note that stands for it), `holds_image()` and `request_safe()`
 (a request's messages with every image the API would refuse replaced by its note, so an old log that holds
 one can still be sent).
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import binascii
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -231,19 +231,27 @@ def _count(messages: list[dict[str, Any]]) -> int:
     return n
 
 
-def request_safe(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def holds_image(message: Mapping[str, Any]) -> bool:
+    """Whether `message` holds an image block (in its content or in a tool_result's)."""
+    return _count([message]) > 0  # type: ignore[list-item]
+
+
+def request_safe(messages: list[dict[str, Any]], where: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """`messages` with every image the Messages API would refuse replaced by its note (module docstring);
     the newest `MAX_PER_REQUEST` images are the ones kept. The same list when nothing changes; else a
-    copy (messages and blocks copied where changed, never changed in place)."""
-    total = _count(messages)
+    copy (messages and blocks copied where changed, never changed in place). `where`: the indexes of the only
+    messages that may hold an image, ascending (the Context keeps them, so a request costs the same however
+    long the history is; issue 16); None: every message is looked at."""
+    at = range(len(messages)) if where is None else [i for i in where if i < len(messages)]
+    total = _count([messages[i] for i in at])
     if total == 0:
         return messages
     budget, many = [MAX_PER_REQUEST], total > MANY
     out = list(messages)
-    for i in range(len(out) - 1, -1, -1):  # newest first: the budget keeps the latest images
+    for i in reversed(at):  # newest first: the budget keeps the latest images
         content = out[i].get("content")
         if isinstance(content, list):
             fixed = _fix(content, many, budget)
             if fixed is not None:
                 out[i] = {**out[i], "content": fixed}
-    return out if any(a is not b for a, b in zip(out, messages, strict=True)) else messages
+    return out if any(out[i] is not messages[i] for i in at) else messages

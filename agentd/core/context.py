@@ -33,6 +33,7 @@ from agentd.core.breakpoints import TTL, Planner, TtlMode, cache_control
 from agentd.core.compaction import CompactionState
 from agentd.core.tokens import Estimator, estimate_request, estimate_tokens
 from agentd.core.validate import Checked
+from agentd.images import holds_image
 from agentd.providers.base import ModelRequest, Usage
 
 Message = dict[str, Any]
@@ -56,20 +57,28 @@ class _Index:
 
     `flat[k]`: (message, block) of flat block k; `starts[i]`: the flat index of message i's first block;
     `cum[k]`: estimated tokens (uncalibrated, `estimate_tokens`) of flat blocks [0, k), known for the first
-    `len(cum) - 1` blocks and extended when asked (`tokens`); `checked`: the validator's checked prefix."""
+    `len(cum) - 1` blocks and extended when asked (`tokens`); `checked`: the validator's checked prefix;
+    `images`: the messages that hold an image, ascending."""
 
     def __init__(self) -> None:
         self.flat: list[tuple[int, int]] = []
         self.starts: list[int] = []
         self.cum: list[int] = [0]
         self.checked = Checked()
+        self.images: list[
+            int
+        ] = []  # the messages holding an image (agentd.images.request_safe looks at those)
 
     def append(self, i: int, msg: Message) -> None:
         self.starts.append(len(self.flat))
         self.flat.extend((i, j) for j in range(len(msg["content"])))
+        if holds_image(msg):
+            self.images.append(i)
 
     def pop(self) -> None:
         """Forget the last message (its blocks, their estimates; the checked prefix when it reached it)."""
+        if self.images and self.images[-1] == len(self.starts) - 1:
+            self.images.pop()
         start = self.starts.pop()
         del self.flat[start:]
         del self.cum[start + 1 :]
@@ -297,8 +306,9 @@ class Context:
         marked = self._mark(sys_blocks, tool_defs, messages) if self.prompt_caching else ()
         checked = self._index.checked
         checked.extend(self._messages, len(self._messages) - 1)
+        images = tuple(sorted({*self._index.images, len(messages) - 1}))  # the last: what hooks may change
         request = ModelRequest(model=model, system=sys_blocks, tools=tool_defs, messages=messages,
-                               max_tokens=max_tokens, checked=checked, marked=marked)  # fmt: skip
+                               max_tokens=max_tokens, checked=checked, marked=marked, images=images)  # fmt: skip
         # tools + system + every stored block (cache_control is not counted): estimate_request(request.body())
         self._last_estimate = self._static_tokens + self._index.tokens(self._messages, len(self._index.flat))
         return request

@@ -198,7 +198,7 @@ class Turn:
     def build(self) -> ModelRequest:
         """The next request: the history with breakpoints, the request-only hooks (the blocks the reminder
         added are counted), then the validator (from the end of the Context's checked prefix on, unless a hook
-        changed that prefix; issue 16)."""
+        changed more than the last message; issue 16)."""
         s = self.s
         request = s.context.to_request(
             model=s.provider.model,
@@ -210,9 +210,8 @@ class Turn:
         request.messages = s.hooks.before_model(plain)
         if request.messages is not plain and plain and request.messages:
             request.reminder_blocks = max(0, len(request.messages[-1]["content"]) - len(plain[-1]["content"]))
-            count = request.checked.count if request.checked is not None else 0
-            if request.messages[:count] != plain[:count]:  # a hook changed the checked prefix: check it all
-                request.checked = None
+            if len(request.messages) != len(plain) or request.messages[:-1] != plain[:-1]:
+                request.checked = request.images = None  # a hook changed more than the last message: all
         err = validate_request(request.body(), request.checked, request.marked)
         if err:
             raise InvalidHistory(

@@ -427,9 +427,9 @@ def wire_body(request: ModelRequest) -> dict[str, Any]:
     would refuse replaced by a note (`agentd.images.request_safe`: a log written before that rule may
     hold one, break11)."""
     body = request.body()
-    if any(set(m) - set(MESSAGE_KEYS) for m in request.messages):
+    if set().union(*request.messages) - set(MESSAGE_KEYS):  # the keys of every message, gathered in C
         body["messages"] = [{k: m[k] for k in MESSAGE_KEYS if k in m} for m in request.messages]
-    body["messages"] = request_safe(body["messages"])
+    body["messages"] = request_safe(body["messages"], request.images)
     return body
 
 

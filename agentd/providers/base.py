@@ -116,7 +116,8 @@ class ModelRequest:
     (CONTRACTS.md §3); the Messages API gets them there, the OpenAI-compatible provider as a system message at
     the tail of the request (issue 17). `checked` and `marked`: what the builder vouches for (the Context's
     checked history prefix, `agentd.core.validate.Checked`, and the messages it put breakpoints on), so the
-    validator checks only the rest (issue 16); None: everything is checked.
+    validator checks only the rest (issue 16); None: everything is checked. `images`: the indexes of the only
+    messages that may hold an image (`agentd.images.request_safe`); None: any may.
 
     The messages are shared with the session's history (issue 16: no copy per request): whoever gets a
     request reads it and never changes it in place; a changed request is a new list with new messages
@@ -132,6 +133,7 @@ class ModelRequest:
     reminder_blocks: int = 0
     checked: Any = field(default=None, repr=False, compare=False)
     marked: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    images: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
 
     def body(self) -> dict[str, Any]:
         """The Messages API body (without `stream`), keys in a fixed order."""

@@ -260,7 +260,7 @@ def chat_body(
     `reminder_role`: where request-only reminders go ("system": a system message at the tail; "user": in the
     final user message, as the Messages API gets them)."""
     messages = to_chat_messages(
-        request.system, request_safe(request.messages), request.reminder_blocks, reminder_role
+        request.system, request_safe(request.messages, request.images), request.reminder_blocks, reminder_role
     )
     body: dict[str, Any] = {"model": model, "messages": messages}
     if request.tools:

@@ -7,8 +7,13 @@ Prints one JSON line:
   same with a 100-message one. Per step, overhead = `received_at` of request k+1 - `last_byte_at` of
   response k - the tool time agentd reports (`durationMs`), all from the emulator journal and the updates.
 - `request_bytes_ratio`: request body size at 5,000 messages / at 100 (the serialisation no step avoids).
-- `loop_cpu_ratio` (issue 16): the daemon's own CPU per model request (utime + stime from /proc, the
-  CPU to serialise the request bodies as JSON, the SDK's share, subtracted) at 5,000 messages / at 100.
+- `loop_cpu_ratio` (issue 16): agentd's own CPU per model request at 5,000 messages / at 100, SDK
+  serialisation excluded: the daemon's CPU during a prompt of N tool steps (utime + stime from /proc) minus
+  the CPU the anthropic SDK itself spends on the same request bodies (`sdk_cpu_s`: the SDK's
+  `messages.create(**body, stream=True)` in this process, through an in-memory transport that answers a
+  minimal stream at once: its copy of the params, the JSON encoding, the HTTP request), per request. Median
+  of `--cpu-runs` runs of each size (interleaved, each on a fresh copy of the generated session), in one
+  process; `loop_cpu_ms_*` are those medians, `sdk_cpu_ms_*` the SDK's share subtracted.
 - `big_resume_ms`, `big_resume_peak_mib`, `big_load_bytes` (issue 16): `agentd/session/load` of a generated
   session of about 100 MiB whose last 0.5 MiB follow a compaction (`gen.generate_compacted`), in a daemon
   that loaded a small session first: the time to the answer, the peak RSS above the idle daemon (VmHWM
@@ -26,7 +31,9 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -125,12 +132,40 @@ async def initialize_ms(env: dict[str, str], folder: Path, runs: int) -> tuple[f
     return statistics.median(starts), statistics.median(bare)
 
 
-async def step_overhead(messages: int, steps: int, base: Path) -> dict[str, float]:
-    """Resume a generated session of `messages` messages and drive `steps` tool steps."""
+def _session(messages: int, base: Path) -> tuple[Path, str]:
+    """A generated session of `messages` messages (and the one-line file the steps read)."""
     data = base / f"data-{messages}"
     sid = generate(data, messages=messages, seed=1)
+    (data / "workspace" / "a.txt").write_text("a\n", encoding="utf-8")
+    return data, sid
+
+
+async def _run_copy(session: tuple[Path, str], k: int, steps: int) -> dict[str, float]:
+    """One run on the session as generated (a run appends to the log it resumes, so every run after the
+    first starts from a copy of the pristine data dir, at the same path: the log records its workspace)."""
+    data, sid = session
+    pristine = data.with_name(data.name + "-pristine")
+    if k == 0:
+        shutil.copytree(data, pristine)
+    else:
+        shutil.rmtree(data)
+        shutil.copytree(pristine, data)
+    return await _steps(data, sid, steps)
+
+
+def _medians(results: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in results) for key in results[0]}
+
+
+async def step_overhead(messages: int, steps: int, base: Path, runs: int = 1) -> dict[str, float]:
+    """Resume a generated session of `messages` messages and drive `steps` tool steps, `runs` times; the
+    medians of the runs' figures."""
+    session = _session(messages, base)
+    return _medians([await _run_copy(session, k, steps) for k in range(runs)])
+
+
+async def _steps(data: Path, sid: str, steps: int) -> dict[str, float]:
     workspace = data / "workspace"
-    (workspace / "a.txt").write_text("a\n", encoding="utf-8")
     answers = [{"reply": [{"text": "Ready."}], "stop_reason": "end_turn"}] + [  # the warm-up turn, then the steps
                {"reply": [{"tool_use": {"name": "read_file", "input": {"path": "a.txt"}}}], "stop_reason": "tool_use"}
                for _ in range(steps)] + [{"reply": [{"text": "Done."}], "stop_reason": "end_turn"}]  # fmt: skip
@@ -155,7 +190,10 @@ async def step_overhead(messages: int, steps: int, base: Path) -> dict[str, floa
         prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "Read a.txt again and again."}]}
         cpu0 = cpu_s(client.proc.pid)
         await client.send({"jsonrpc": "2.0", "id": 3, "method": "agentd/session/prompt", "params": prompt})
-        stop = (await client.reply(3))["result"]["stopReason"]
+        answered = await client.reply(3)
+        if "result" not in answered:
+            raise RuntimeError(f"the prompt failed: {answered.get('error')}")
+        stop = answered["result"]["stopReason"]
         cpu = cpu_s(client.proc.pid) - cpu0
         await _stop(client)
         journal = emu.journal[1:]  # without the warm-up request
@@ -169,9 +207,10 @@ async def step_overhead(messages: int, steps: int, base: Path) -> dict[str, floa
         (journal[k + 1]["received_at"] - journal[k]["last_byte_at"]) * 1000 - tool_ms[k] for k in range(steps)
     ]
     sizes = [len(json.dumps(e["body"]).encode()) for e in journal]
-    serialise = _serialise_s([e["body"] for e in journal])
+    sdk = _sdk_share_s(data / "bodies.jsonl", [e["body"] for e in journal])
     return {"overhead_ms": statistics.median(gaps), "request_bytes": statistics.median(sizes),
-            "loop_cpu_ms": max(cpu - serialise, 0.0) * 1000 / len(journal)}  # fmt: skip
+            "loop_cpu_ms": max(cpu - sdk, 0.0) * 1000 / len(journal),
+            "sdk_cpu_ms": sdk * 1000 / len(journal)}  # fmt: skip
 
 
 def cpu_s(pid: int) -> float:
@@ -180,15 +219,67 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _serialise_s(bodies: list[Any]) -> float:
-    """CPU seconds to serialise the request bodies as JSON: the SDK's share of the daemon's CPU per request,
-    subtracted from `loop_cpu_ms` (median of 3 passes)."""
-    runs = []
-    for _ in range(3):
-        t0 = time.process_time()
+SSE_REPLY = b"".join(
+    b"event: %s\ndata: %s\n\n" % (e["type"].encode(), json.dumps(e).encode())
+    for e in (
+        {"type": "message_start", "message": {"id": "msg_sdk", "type": "message", "role": "assistant",
+                                              "model": MODEL, "content": [], "stop_reason": None,
+                                              "usage": {"input_tokens": 1, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
+        {"type": "message_stop"},
+    )
+)  # fmt: skip
+
+
+def _sdk_share_s(path: Path, bodies: list[dict[str, Any]]) -> float:
+    """The SDK's CPU seconds for `bodies` (`sdk_cpu_s`), measured in a fresh process that holds one body at
+    a time, as the daemon holds one history (this process holds the emulator's whole journal, and the
+    garbage collector's passes grow with the heap: measured here, the share came out too large)."""
+    with path.open("w", encoding="utf-8") as f:
         for body in bodies:
-            json.dumps(body).encode()
-        runs.append(time.process_time() - t0)
+            f.write(json.dumps(body) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.benchmarks.daemon", "--sdk-share", str(path)],
+        cwd=str(ROOT), capture_output=True, text=True, check=True, timeout=1800,
+    )  # fmt: skip
+    return float(out.stdout.strip())
+
+
+async def sdk_cpu_s(path: Path) -> float:
+    """CPU seconds the anthropic SDK spends to send the request bodies of `path` (JSON lines; what the
+    daemon's SDK did for them: its copy of the params, JSON encoding, the HTTP request; the minimal reply is
+    read too), through an in-memory transport; median of 3 passes. Reading the file is not counted. The
+    SDK's share of the daemon's CPU, subtracted from `loop_cpu_ms`."""
+    import anthropic
+    import httpx2
+
+    def answer(request: Any) -> Any:
+        request.read()
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=SSE_REPLY)
+
+    http = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    client = anthropic.AsyncAnthropic(api_key="sk-ant-sdk-share", base_url="http://sdk.invalid", max_retries=0,
+                                      http_client=http)  # fmt: skip
+    runs = []
+    try:
+        for _ in range(3):
+            spent = 0.0
+            with path.open(encoding="utf-8") as f:
+                for line in f:
+                    params = {k: v for k, v in json.loads(line).items() if k != "stream"}
+                    t0 = time.process_time()
+                    events = await client.messages.create(**params, stream=True)
+                    async with events:
+                        async for _event in events:
+                            pass
+                    spent += time.process_time() - t0
+                    del params
+            runs.append(spent)
+    finally:
+        await http.aclose()
     return statistics.median(runs)
 
 
@@ -260,19 +351,29 @@ def _env(data: Path, url: str | None = None) -> dict[str, str]:
     return env
 
 
-async def run(runs: int, steps: int, small: int, large: int, big_mib: float = 100) -> dict[str, Any]:
+async def run(
+    runs: int, steps: int, small: int, large: int, big_mib: float = 100, cpu_runs: int = 3
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="agentd-bench-daemon-") as tmp:
         base = Path(tmp)
         folder = base / "ws"
         folder.mkdir()
         init_ms, bare_ms = await initialize_ms(_env(base / "init"), folder, runs)
-        a = await step_overhead(small, steps, base)
-        b = await step_overhead(large, steps, base)
+        sessions = _session(small, base), _session(large, base)
+        runs_a: list[dict[str, float]] = []
+        runs_b: list[dict[str, float]] = []
+        for k in range(cpu_runs):  # interleaved, so a change of the machine's load hits both sizes alike
+            runs_a.append(await _run_copy(sessions[0], k, steps))
+            runs_b.append(await _run_copy(sessions[1], k, steps))
+        a, b = _medians(runs_a), _medians(runs_b)
         big = await big_resume(base, big_mib, 512) if big_mib else {}
     return {
         "loop_cpu_ratio": round(b["loop_cpu_ms"] / a["loop_cpu_ms"], 2),
         f"loop_cpu_ms_{small}": round(a["loop_cpu_ms"], 2),
         f"loop_cpu_ms_{large}": round(b["loop_cpu_ms"], 2),
+        f"sdk_cpu_ms_{small}": round(a["sdk_cpu_ms"], 2),
+        f"sdk_cpu_ms_{large}": round(b["sdk_cpu_ms"], 2),
+        "cpu_runs": cpu_runs,
         **big,
         "initialize_ms": round(init_ms, 1),
         "python_ms": round(bare_ms, 1),
@@ -292,14 +393,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.benchmarks.daemon", description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=15, help="spawns for initialize_ms (default 15)")
     p.add_argument("--steps", type=int, default=30, help="tool steps per session (default 30)")
+    p.add_argument("--cpu-runs", type=int, default=3, help="runs of each session size (default 3; medians)")
     p.add_argument("--small", type=int, default=100, help="messages of the small session (default 100)")
     p.add_argument("--large", type=int, default=5000, help="messages of the large session (default 5000)")
     p.add_argument(
         "--big-mib", type=float, default=100, help="size of the compacted session to resume (0: skip)"
     )
+    p.add_argument("--sdk-share", metavar="BODIES", help=argparse.SUPPRESS)  # internal: `_sdk_share_s`
     args = p.parse_args(argv)
+    if args.sdk_share:
+        sys.stdout.write(f"{asyncio.run(sdk_cpu_s(Path(args.sdk_share)))}\n")
+        return 0
     try:
-        result = asyncio.run(run(args.runs, args.steps, args.small, args.large, args.big_mib))
+        result = asyncio.run(run(args.runs, args.steps, args.small, args.large, args.big_mib, args.cpu_runs))
     except RuntimeError as exc:
         sys.stderr.write(f"tests.benchmarks.daemon: {exc}; nothing published\n")
         return 1

@@ -159,3 +159,37 @@ def test_many_images_in_one_request_follow_the_api_limits() -> None:
     assert kinds.count("image") == 100 and kinds[:21] == ["text"] * 21
     assert "3000x10 pixels; with more than 20 images" in content[0]["text"]
     assert "at most 100 images per request" in content[1]["text"]
+
+
+def test_the_contexts_image_index_gives_the_same_bytes_as_looking_at_every_message() -> None:
+    """Issue 16: `request_safe` looks only at the messages the Context says hold an image (kept through
+    merges, a rollback and a compaction); the request is the same as when every message is looked at, with
+    images in prompts and tool results, refused ones and more than 20."""
+    from agentd.core import compaction
+    from agentd.core.context import Context
+
+    big, small = png(3000, 10), png()
+    ctx = Context()
+    ctx.add_user([{"type": "text", "text": "look"}, block("image/png", "xx")])
+    for k in range(30):
+        ctx.add_assistant([{"type": "tool_use", "id": f"t{k}", "name": "mcp__a__b", "input": {}}])
+        shot = (
+            [block("image/png", big if k % 7 == 0 else small)]
+            if k % 3 == 0
+            else [{"type": "text", "text": "-"}]
+        )
+        ctx.add_user([{"type": "tool_result", "tool_use_id": f"t{k}", "content": shot}])
+        if k == 10:
+            ctx.add_user([{"type": "text", "text": "and this"}, block("image/svg+xml", SVG)])  # merged
+        if k == 20:
+            ctx.add_assistant([{"type": "text", "text": "rolled back"}])
+            ctx.drop_last()
+    ctx.add_user([block("image/png", small)] * 12)
+    for _ in range(2):
+        request = ctx.to_request(model="m", system=[], tools=[], max_tokens=10)
+        unhinted = ModelRequest(model="m", system=[], tools=[], messages=request.messages, max_tokens=10)
+        assert request.images is not None and len(request.images) < len(request.messages)
+        assert wire_body(request) == wire_body(unhinted)
+        assert chat_body(request, model="m") == chat_body(unhinted, model="m")
+        head = compaction.rebuild(ctx.messages, 20, "summary", None)
+        ctx.replace_prefix(head.cut, head.summary, head.ack)
