@@ -195,7 +195,7 @@ async def _spawn_in_tmpfs(env: dict[str, str], base: Path, prelude: str) -> Daem
     """A daemon whose data dir is a fresh tmpfs in its own user+mount namespace; `prelude` runs first
     (after the mount); the data dir is copied to `base/data-out` when the daemon exits."""
     data, out = shlex.quote(env["AGENTD_DATA_DIR"]), shlex.quote(str(base / "data-out"))
-    script = (f"mkdir -p {data} && mount -t tmpfs -o size=4m,mode=0700 tmpfs {data} && {prelude}"
+    script = (f"mkdir -p -m 0700 {data} && mount -t tmpfs -o size=4m,mode=0700 tmpfs {data} && {prelude}"
               f"{shlex.quote(sys.executable)} -m agentd; rc=$?; cp -a {data} {out}; exit $rc")  # fmt: skip
     with (base / "stderr").open("ab") as err:
         proc = await asyncio.create_subprocess_exec(
