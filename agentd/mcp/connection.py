@@ -213,7 +213,7 @@ class MCPConnection:
         self.state, self.error = "starting", None
         self.starts += 1
         try:
-            self._argv = self._command()
+            self._argv = await asyncio.to_thread(self._command)  # the sandbox's guard walks the workspace
         except SandboxRefused as exc:
             self.state, self.error = "failed", str(exc)
             raise MCPStartError(f"MCP server {self.spec.name} did not start ({self.error})") from None
