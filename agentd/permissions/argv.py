@@ -3,7 +3,9 @@ break12; CONTRACTS.md §5).
 
 Owns: `Words`, `Run`, `Unwrapped`, `NOTHING`, `unknowable()`, `command_name()` (the name a command word
 runs under: the basename of `/bin/rm`, `./rm`), `STDIN_FILE` (a path that is the input), and the readers
-the wrapper tables are built from: `Opts` / `options()` (getopt-style options up to the first operand),
+the wrapper tables are built from, `GLOBAL_OPTIONS` / `without_global_options()` (a tool's options before
+its subcommand: `git -C . push` runs `push`; one owner for matching and for the prefix "always" offers),
+`Opts` / `options()` (getopt-style options up to the first operand),
 `after()` (the command after them), `simple()` (a wrapper that is only that) and `joined()` (words run
 as one shell string). `None` is a word whose value is only known when the command runs. Pure; imports
 only the standard library.
@@ -23,6 +25,43 @@ from dataclasses import dataclass
 
 Words = tuple[str | None, ...]
 STDIN_FILE = re.compile(r"^(-|/dev/stdin|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+)$")
+
+
+# a known tool's global options that take a value as the next word (any other `-x` word before the
+# subcommand is a flag, `--opt=VALUE` one word): `git -C sub --no-pager -c k=v push` runs `push`
+GLOBAL_OPTIONS: dict[str, frozenset[str]] = {
+    "git": frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix"}),
+    "make": frozenset({"-C", "-f", "--directory", "--file", "-j", "-I", "-o", "-W"}),
+    "gmake": frozenset({"-C", "-f", "--directory", "--file", "-j", "-I", "-o", "-W"}),
+    "cargo": frozenset({"-C", "--manifest-path", "--config", "-Z", "--color"}),
+    "npm": frozenset({"--prefix", "-w", "--workspace"}),
+    "pnpm": frozenset({"-C", "--dir", "--filter", "-F"}),
+    "yarn": frozenset({"--cwd"}),
+    "docker": frozenset({"--context", "-c", "-H", "--host", "--config", "-l", "--log-level"}),
+    "podman": frozenset({"--context", "-c", "-H", "--host", "--config", "--log-level", "--root", "--runroot"}),
+    "kubectl": frozenset({"-n", "--namespace", "--context", "--kubeconfig", "-s", "--server", "--cluster",
+                          "--user", "--as"}),
+    "uv": frozenset({"--directory", "--project", "--cache-dir", "--config-file", "--color"}),
+    "go": frozenset({"-C"}),
+}  # fmt: skip
+
+
+def without_global_options(words: Words) -> tuple[Words, Words]:
+    """`(git -C sub push origin, ...)` -> (`git push origin`, `-C sub`): a known tool's words with its
+    global options (GLOBAL_OPTIONS) left out, and those options. An option word known only at run time
+    makes the subcommand unknown: `git $OPT push` -> (`git`, None). Other commands: unchanged, ()."""
+    takes = GLOBAL_OPTIONS.get(command_name(words[0] or "")) if words else None
+    i = 1
+    while takes is not None and i < len(words):
+        w = words[i]
+        if w is None:
+            return (words[0], None), words[1:]
+        if not w.startswith("-") or w == "-" or w == "--":
+            break
+        i += 2 if w in takes else 1
+    if takes is None or i == 1:
+        return words, ()
+    return (words[0], *words[i:]), words[1 : min(i, len(words))]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from agentd.permissions.argv import command_name
+from agentd.permissions.argv import command_name, without_global_options
 from agentd.permissions.rules import Rule, subject_of, verdicts
 from agentd.permissions.shellwords import split_command
 from agentd.permissions.wrappers import is_interpreter, is_wrapper
@@ -72,33 +72,14 @@ def _interpreter_prefix(words: tuple[str | None, ...]) -> str | None:
 
 
 def _global_options(name: str, words: tuple[str | None, ...]) -> list[str | None]:
-    """The global options (with their values) before a known tool's subcommand: `git -C sub status`."""
-    takes = _GLOBAL_OPTIONS.get(name)
-    out: list[str | None] = []
-    i = 1
-    while takes is not None and i < len(words) and (words[i] or "").startswith("-"):
-        n = 2 if words[i] in takes else 1
-        if any(w is None for w in words[i : i + n]) or i + n > len(words):
-            return []
-        out += words[i : i + n]
-        i += n
-    return out
+    """The global options (with their values) before a known tool's subcommand: `git -C sub status`
+    (agentd.permissions.argv.GLOBAL_OPTIONS); [] when one is known only at run time."""
+    options = without_global_options(words)[1]
+    return [] if None in options else list(options)
 
 
 _SUBCOMMAND = re.compile(r"^[A-Za-z][\w:.-]*$")
 _RUNNERS = frozenset({"run", "exec", "x", "dlx", "tool"})  # `npm run test`, `uv run pytest`: keep one more
-_GLOBAL_OPTIONS: dict[str, frozenset[str]] = {
-    "git": frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"}),
-    "make": frozenset({"-C", "-f", "--directory", "--file", "-j"}),
-    "cargo": frozenset({"-C", "--manifest-path", "--config", "-Z"}),
-    "npm": frozenset({"--prefix", "-w", "--workspace"}),
-    "pnpm": frozenset({"-C", "--dir", "--filter", "-F"}),
-    "yarn": frozenset({"--cwd"}),
-    "docker": frozenset({"--context", "-c", "-H", "--host", "--config"}),
-    "kubectl": frozenset({"-n", "--namespace", "--context", "--kubeconfig"}),
-    "uv": frozenset({"--directory", "--project"}),
-    "go": frozenset({"-C"}),
-}
 
 
 def _join(words: Sequence[str | None]) -> str:

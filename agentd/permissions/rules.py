@@ -39,7 +39,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentd.permissions.argv import command_name
+from agentd.permissions.argv import command_name, without_global_options
 from agentd.permissions.shellwords import Outer, Part, split_command
 
 Action = Literal["allow", "ask", "deny"]
@@ -265,6 +265,19 @@ def _wanted(pattern: str) -> tuple[str, ...]:
 
 
 def _command_match(pattern: str, words: tuple[str | None, ...], loose: bool) -> Match:
+    """`loose` (deny, ask): also the words without a known tool's global options, so that
+    `run_command(git push *)` matches `git -C . --no-pager push` (argv.without_global_options)."""
+    found = _words_match(pattern, words, loose)
+    if not loose or found == "yes":
+        return found
+    bare = without_global_options(words)[0]
+    if bare is words:
+        return found
+    other = _words_match(pattern, bare, loose)
+    return "yes" if other == "yes" else "maybe" if "maybe" in (found, other) else "no"
+
+
+def _words_match(pattern: str, words: tuple[str | None, ...], loose: bool) -> Match:
     for i, p in enumerate(_wanted(pattern)):
         if i >= len(words):
             return "no"

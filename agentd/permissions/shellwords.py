@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentd.permissions.evaluates import assigns_code, evaluated
 from agentd.permissions.wrappers import Run, unwrap
 
 PartKind = Literal["command", "write", "read"]
@@ -61,6 +62,14 @@ _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<&"})
 _UNSAFE = frozenset({"function_definition"})
 _EXPANDS = re.compile(r"[*?\[]|^~|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, a tilde, a brace expansion
+_OPENERS = frozenset({"{", "!", "(", "}"})
+_RESERVED = frozenset({"if", "then", "elif", "else", "fi", "while", "until", "for", "do", "done", "case", "esac",
+                       "select", "function", "[[", "((", "coproc", "time"})  # fmt: skip
+_EVALUATING = frozenset({"arithmetic_expansion", "c_style_for_statement", "compound_statement", "subscript",
+                         "binary_expression", "expansion"})  # fmt: skip
+_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_INDIRECT = re.compile(r"^\$\{!|@P\}$")
+_SAFE_SPECIAL = frozenset({"#", "?", "$", "!", "-"})
 MAX_DEPTH = 6  # `sh -c` strings inside `sh -c` strings: deeper ones are unknowable
 Words = tuple[str | None, ...]
 Outer = tuple[tuple[Words, int], ...]
@@ -124,6 +133,8 @@ class _Walker:
 
     def visit(self, node: Any) -> None:
         kind = node.type
+        if kind in _EVALUATING:
+            self._evaluates(node)
         if kind == "command":
             self._command(node)
         elif kind in ("file_redirect",):
@@ -148,7 +159,20 @@ class _Walker:
     def _command(self, node: Any) -> None:
         words: list[str | None] = []
         assigned: list[str] = []
+        end = -1  # where the last word ended: `r\<newline>m` is one word `rm` to bash (break12)
         for child in node.children:
+            joins = end == child.start_byte - 2 and bytes(node.text)[end - node.start_byte :][:2] == b"\\\n"
+            if (
+                joins
+                and words
+                and child.type not in ("file_redirect", "herestring_redirect", "heredoc_redirect")
+            ):
+                last, value = words.pop(), _value(child)
+                words.append(None if last is None or value is None else last + value)
+                end = child.end_byte
+                self._nested(child)
+                continue
+            end = child.end_byte
             if child.type == "command_name":
                 words.append(_value(child.named_children[0]) if child.named_children else None)
             elif child.type == "variable_assignment":
@@ -175,6 +199,10 @@ class _Walker:
     def _run(self, run: Run, words: Words, text: str, outer: Outer) -> None:
         if run.script is not None and self.depth < MAX_DEPTH:
             self._script(run.script)
+        elif run.words and run.words[0] in _OPENERS:  # `time { rm f; }`, `time ! rm f`: the grammar's
+            self._run(Run(words=run.words[1:]), words, text, outer)  # words; bash runs the inner list
+        elif run.words and run.words[0] in _RESERVED:
+            self.parts.append(Part("command", (None,), text, why=f"`{text[:60]}` runs a compound command"))
         elif run.words is not None and run.words and run.words[0] is not None:
             inner: Outer = ()
             if run.offset is not None:
@@ -196,7 +224,8 @@ class _Walker:
             self.problem = self.problem or "a string the command runs does not parse as shell syntax"
 
     def _statement_words(self, node: Any) -> None:
-        """`X=1`, `export X=1`, `unset X`: a part like a command (PATH=... changes what runs next)."""
+        """`X=1`, `export X=1`, `unset X`: a part like a command (PATH=... changes what runs next); a
+        declaration or assignment bash re-reads as code is an unknowable part too (agentd.permissions.evaluates)."""
         if node.type == "variable_assignment":
             words: Words = (_value(node),)
         else:  # `export`, `local`, `unset`...: the keyword, then its words
@@ -204,6 +233,41 @@ class _Walker:
         for child in node.children:
             self._nested(child)
         self.parts.append(Part("command", words, _text(node)))
+        if node.type == "variable_assignments":
+            for child in node.named_children:
+                self._statement_words(child)
+            return
+        if node.type == "variable_assignment":
+            name = node.child_by_field_name("name")
+            why = (
+                "it sets a prompt, which bash expands as code"
+                if name is not None and assigns_code(_text(name))
+                else ""
+            )
+        else:
+            why = evaluated(words[0] or "", words) or ""
+        if why:
+            self.parts.append(Part("command", (None,), _text(node), why=why))
+
+    def _evaluates(self, node: Any) -> None:
+        """A part of the syntax that evaluates a variable's value as code: arithmetic (`$((x))`, `((x))`,
+        `[[ $x -eq 1 ]]`, a subscript `${a[$i]}`, `for ((...))`), whose `a[$(cmd)]` runs cmd; indirect
+        `${!x}` and prompt `${x@P}` expansion. Unknowable (break12 R2)."""
+        kind, text = node.type, _text(node)
+        if kind == "expansion":
+            why = "an indirect or prompt expansion can run code" if _INDIRECT.search(text) else ""
+        elif kind == "subscript":
+            index = node.children[2:] if node.child_count > 2 else []
+            why = "an array subscript is arithmetic on values" if any(map(_has_variable, index)) else ""
+        elif kind == "binary_expression":
+            arith = any(c.type == "test_operator" and _text(c) in _ARITH_TESTS for c in node.children)
+            why = "an arithmetic test on a value can run code" if arith and _has_variable(node) else ""
+        elif kind == "compound_statement" and (node.child_count == 0 or node.children[0].type != "(("):
+            why = ""
+        else:
+            why = "arithmetic on a variable's value can run code (a[$(cmd)])" if _has_variable(node) else ""
+        if why:
+            self.parts.append(Part("command", (None,), text, why=why))
 
     def _redirect(self, node: Any) -> None:
         op = next((c.type for c in node.children if not c.is_named), "")
@@ -228,11 +292,23 @@ class _Walker:
         """Commands inside a word: `$(...)`, backticks, `<(...)`, `${X:-$(...)}`."""
         if node.child_count == 0:
             return
+        if node.type in _EVALUATING:
+            self._evaluates(node)
         if node.type in ("command_substitution", "process_substitution") or node.type in _UNSAFE:
             self.visit(node)
             return
         for child in node.children:
             self._nested(child)
+
+
+def _has_variable(node: Any) -> bool:
+    """`node` holds a variable's value or a command's output (what arithmetic would evaluate again)."""
+    kind = node.type
+    if kind in ("variable_name", "command_substitution"):
+        return True
+    if kind == "special_variable_name":
+        return _text(node) not in _SAFE_SPECIAL
+    return any(_has_variable(c) for c in node.children)
 
 
 def _text(node: Any) -> str:
@@ -257,6 +333,8 @@ def _value(node: Any) -> str | None:
             return None
         return "".join(_unescape_dq(_text(c)) for c in pieces)
     if kind == "concatenation":
+        if _EXPANDS.search(_text(node)):
+            return None  # `rm{,}`: the grammar splits a brace expansion into words; bash expands it
         values = [_value(c) for c in node.named_children]
         return None if any(v is None for v in values) else "".join(v for v in values if v is not None)
     if kind == "variable_assignment":

@@ -34,6 +34,7 @@ from agentd.permissions.argv import (
     simple,
     unknowable,
 )
+from agentd.permissions.evaluates import evaluated, evaluates
 from agentd.permissions.inline_code import inline_code, interpreter
 from agentd.permissions.runners import PREFIXED, RUNNERS
 
@@ -68,6 +69,8 @@ def _env(argv: Words) -> Unwrapped:
             return unknowable("`env -S` splits a string agentd cannot read")
         return Unwrapped((Run(words=words),), transparent=False)
     names: list[str] = []
+    while i < len(argv) and argv[i] == "-":  # `env - CMD`: `-` is env's -i
+        i += 1
     while i < len(argv) and argv[i] is not None and _ASSIGNMENT.match(argv[i] or ""):
         names.append((argv[i] or "").split("=", 1)[0])
         i += 1
@@ -160,7 +163,9 @@ def _eval(argv: Words) -> Unwrapped:
 
 def _trap(argv: Words) -> Unwrapped:
     """`trap STRING SIGNAL...` runs STRING later, in this shell."""
-    if len(argv) < 3 or argv[1] in ("-", "--", "-l", "-p", ""):
+    if len(argv) > 1 and argv[1] == "--":
+        argv = argv[:1] + argv[2:]
+    if len(argv) < 3 or argv[1] in ("-", "-l", "-p", ""):
         return NOTHING
     if argv[1] is None:
         return unknowable("`trap` runs a string agentd cannot know before it runs")
@@ -351,6 +356,9 @@ def unwrap(words: Words, assigned: Sequence[str] = ()) -> Unwrapped:
     if not words or words[0] is None:
         return NOTHING
     name = command_name(words[0])
+    if evaluates(words[0]):  # a builtin (its own name, not a path) that reads a string as code
+        why = evaluated(words[0], words)
+        return unknowable(why) if why else NOTHING
     handler = _HANDLERS.get(name)
     if handler is None:
         return _interpreted(words) if interpreter(name) is not None else NOTHING

@@ -264,3 +264,74 @@ def test_break12_a_hook_matcher_sees_what_a_line_runs() -> None:
             for c in ("git push", "sudo git push", 'bash -c "git push origin"', "git $SUB", "git status")}  # fmt: skip
     assert seen == {"git push": True, "sudo git push": True, 'bash -c "git push origin"': True, "git $SUB": True,
                     "git status": False}  # fmt: skip
+
+
+# ---- the second review (break12 R1-R6): bash reads a line differently, builtins that evaluate strings ----
+ASK_PUSH = Rule(tool="run_command(git push *)", action="ask")
+GIT_PUSH = [
+    "git -C . push origin HEAD:main", "git --no-pager push", "git -c push.default=current push", "git -P push",
+    "git --git-dir=.git push", "git --work-tree=. push", "git --namespace=x push", "git --namespace x push",
+    "git -C . -c a=b --no-pager push", "sudo git -C . push",
+]  # fmt: skip
+# R1: bash reads these as `rm ...`
+READS_AS_RM = [
+    "r\\\nm f2", "/bin/r\\\nm f", "time { rm f1; }", "time ! rm f1", "trap -- 'rm f2' EXIT", "env - rm f3",
+    "env - X=1 rm f3",
+]  # fmt: skip
+# R2: builtins and syntax that evaluate a string as code; and R1's brace expansions
+EVALUATES = [
+    "rm{,} f1", "/bin/rm{,} f", "x='a[$(rm f)]'; echo $((x))", "((x))", "let 'x=a[$(rm f)]'", "let x=1",
+    "declare -a 'x=($(rm f))'", "typeset 'x=$(rm f)'", "local 'x=`rm f`'", "export 'x=$(rm f)'",
+    "readonly 'a[$(rm f)]=1'", "PS4='$(rm f)'; set -x", "export PS1=x", "PROMPT_COMMAND='rm f'",
+    "mapfile -C 'rm f #' -c 1 arr", "readarray -C 'rm f #' arr", "read -a 'a[$(rm f)]'", "read 'a[$i]'",
+    "echo ${x@P}", "echo ${!x}", "echo ${a[$i]}", "printf -v 'a[$(rm f)]' x", "printf -v'a[$i]' x",
+    "unset 'a[$i]'", "for ((i=0;i<n;i++)); do :; done", "[[ $x -eq 1 ]]", "a[$i]=1", "declare x=$y",
+    "echo $(( $(cat f) ))",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", GIT_PUSH)
+def test_break12_r3_git_global_options_do_not_hide_the_subcommand(command: str) -> None:
+    """break12 R3: an ask rule `run_command(git push *)` asks for `git -C . push` and every other global
+    option before the subcommand (argv.GLOBAL_OPTIONS, the table "always" reads too)."""
+    action, labels = verdict(command, ASK_PUSH, Rule(tool="run_command(git *)", action="allow"))
+    assert (action, labels[-1]) == ("ask", "run_command(git push *)=ask"), (command, labels)
+
+
+def test_break12_r3_an_unknown_global_option_might_be_push_and_prefixes_keep_them() -> None:
+    """break12 R3: `git $X push` might be anything: unknowable; `git -C . status` is not push; the prefix
+    "always" offers keeps the global options (one owner of them)."""
+    assert verdict("git $X push", ASK_PUSH)[1] == ["unknowable:run_command(git push *)=ask"]
+    assert verdict("git -C . status", ASK_PUSH, Rule(tool="run_command(git *)", action="allow"))[0] == "allow"
+    assert command_prefix("git -C sub --no-pager status -s") == "git -C sub --no-pager status"
+    assert command_prefix("git --version") == "git --version"
+
+
+@pytest.mark.parametrize("command", READS_AS_RM)
+def test_break12_r1_what_bash_reads_as_rm_is_denied(command: str) -> None:
+    """break12 R1: a line continuation inside a word, `time { ...; }`, `trap -- STRING`, `env -`."""
+    assert verdict(command, DENY_RM) == ("deny", ["run_command(rm)=deny"]), command
+
+
+@pytest.mark.parametrize("command", EVALUATES)
+def test_break12_r2_code_held_in_strings_is_unknowable(command: str) -> None:
+    """break12 R2: arithmetic on values, subscripts in names, re-read declarations, prompts, `mapfile -C`,
+    `${x@P}`, `${!x}`, brace expansions: they ask under a deny rule, and no allow pattern covers them, not
+    even one for the builtin itself (`printf -v 'a[$(rm important)]' x` under allow `printf *`)."""
+    action, labels = verdict(command, DENY_RM)
+    assert action == "ask" and "unknowable:run_command(rm)=deny" in labels, (command, labels)
+    builtin = shlex.split(command.replace("$", "").replace("`", ""))[0].split("=")[0]
+    allows = [
+        Rule(tool=f"run_command({w} *)", action="allow") for w in (builtin, "echo", "printf", ":", "set")
+    ]
+    assert verdict(command, *allows)[0] == "ask", command
+
+
+def test_break12_r2_plain_builtins_are_still_allowed() -> None:
+    """break12 R2, the control: literal arithmetic, numeric subscripts, a plain export are not code."""
+    for command in ("echo $((1+2))", "echo ${a[1]}", "export FOO=bar", "printf '%s' x", "read -r line",
+                    "declare -r X=1", "local y=2"):  # fmt: skip
+        name = command.split()[0]
+        assert verdict(command, DENY_RM, Rule(tool=f"run_command({name} *)", action="allow"))[0] == "allow", (
+            command
+        )
