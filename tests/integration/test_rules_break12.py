@@ -80,3 +80,26 @@ async def test_break12_without_the_rule_the_auto_mode_runs_them(auto_box: Box) -
         target.write_text("keep\n")
         decision, by, out = await call(tb, command, n)
         assert (decision, by, out.is_error, target.exists()) == ("allow", "mode", False, False), command
+
+
+SECOND_REVIEW = [
+    "rm{,} f", "r\\\nm f", "time { rm f; }", "trap -- 'rm f' EXIT", "env - rm f", "x='a[$(rm f)]'; echo $((x))",
+    "let 'x=a[$(rm f)]'", "declare -a 'x=($(rm f))'", "PS4='$(rm f)'; set -x; true", "mapfile -C 'rm f #' -c 1 a <<< x",
+    "printf -v 'a[$(rm f)]' x", "x='$(rm f)'; echo ${x@P}",
+]  # fmt: skip
+
+
+async def test_break12_second_review_forms_do_not_run_rm(auto_box: Box) -> None:
+    """break12 R1/R2 through run_command: the sandbox, the auto mode, deny `run_command(rm)` and an allow for
+    every builtin used (`printf *`, `echo *`...): the forms bash reads as rm, or that keep rm in a string it
+    evaluates, never delete the file."""
+    allows = [Rule(tool=f"run_command({n} *)", action="allow") for n in ("printf", "echo", "let", "declare",
+                                                                         "mapfile", "set", "true", "trap", "time")]  # fmt: skip
+    tb = toolbox(auto_box, Rule(tool="run_command(rm)", action="deny"), *allows)
+    target = auto_box.ws / "f"
+    left = {}
+    for n, command in enumerate(SECOND_REVIEW):
+        target.write_text("keep\n")
+        decision, by, _ = await call(tb, command, n)
+        left[command] = (decision, target.exists())
+    assert {c: o for c, o in left.items() if o != ("deny", True)} == {}
