@@ -100,6 +100,6 @@ async def test_break12_second_review_forms_do_not_run_rm(auto_box: Box) -> None:
     left = {}
     for n, command in enumerate(SECOND_REVIEW):
         target.write_text("keep\n")
-        decision, by, _ = await call(tb, command, n)
+        decision, _by, _ = await call(tb, command, n)
         left[command] = (decision, target.exists())
     assert {c: o for c, o in left.items() if o != ("deny", True)} == {}
