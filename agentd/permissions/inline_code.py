@@ -4,7 +4,8 @@ docs/security.md §3).
 Owns: `interpreter()` (the family of a command name: `python3.11` -> `python`), `INTERPRETERS` and
 `inline_code()`: why an interpreter's invocation runs code that is not in a file agentd can name
 (`python -c`, `perl -e`, `node -e`, `ruby -e`, `php -r`, `deno eval`, an awk program that calls
-`system()` or pipes to a command, a sed script with GNU sed's `e` command or `s///e` flag, or a program
+`system()` or pipes to a command, a sed script with GNU sed's `e` command or `s///e` flag (or its `w`
+command and `s///w` flag, which write a file), or a program
 read from the input: `python`, `python -`, `node` with no script), or None when it runs a named file or
 module (`python3 script.py`, `python3 -m pytest`). Pure; imports only the standard library.
 """
@@ -22,24 +23,40 @@ _FAMILY = re.compile(r"^(python|pypy|perl|ruby|php|lua|luajit|node|nodejs|Rscrip
 @dataclass(frozen=True)
 class _Spec:
     """`inline`: options whose value (or the rest of the invocation) is program text; `takes`: other
-    options that take a value; `clusters`: short options may be bundled (`perl -ne`, `python -Bc`);
-    `stdin`: with no script operand the program is read from the input."""
+    options that take a value (attached or the next word); `attached`: options whose optional value can only
+    be attached (`perl -i.bak`, `-Mstrict`: the next word is not theirs); `digits`: those whose attached
+    value is digits only, so a bundle goes on after them (`perl -lane`, `-0777ne`); `clusters`: short
+    options may be bundled (`perl -ne`, `python -Bc`); `stdin`: with no script operand the program is
+    read from the input."""
 
     inline: frozenset[str]
     takes: frozenset[str] = frozenset()
     clusters: bool = True
     stdin: bool = True
+    attached: frozenset[str] = frozenset()
+    digits: frozenset[str] = frozenset()
 
 
-def _spec(inline: str, takes: str = "", *, clusters: bool = True, stdin: bool = True) -> _Spec:
-    return _Spec(frozenset(inline.split()), frozenset(takes.split()), clusters, stdin)
+def _spec(
+    inline: str,
+    takes: str = "",
+    *,
+    clusters: bool = True,
+    stdin: bool = True,
+    attached: str = "",
+    digits: str = "",
+) -> _Spec:
+    return _Spec(
+        frozenset(inline.split()), frozenset(takes.split()), clusters, stdin, frozenset(attached.split()),
+        frozenset(digits.split()),
+    )  # fmt: skip
 
 
 _SPECS: dict[str, _Spec] = {
     "python": _spec("-c", "-W -X --check-hash-based-pycs"),
     "pypy": _spec("-c", "-W -X"),
-    "perl": _spec("-e -E", "-I -M -m -x -0 -l -F -i -C -d -D"),
-    "ruby": _spec("-e", "-I -r -C -E -F -i -x -0 -l -W -T --encoding"),
+    "perl": _spec("-e -E", "-I", attached="-i -x -F -C -d -D -m -M", digits="-l -0"),
+    "ruby": _spec("-e", "-I -r -C -E --encoding", attached="-i -x -F -K", digits="-0 -W -T"),
     "php": _spec("-r -B -R -F -E -a", "-c -d -z -f -t -S"),
     "lua": _spec("-e", "-l"),
     "luajit": _spec("-e", "-l -j -O -b"),
@@ -96,7 +113,12 @@ def _generic(argv: Sequence[str | None], spec: _Spec) -> str | None:
             return f"`{name} {key}` runs inline code"
         if w == "-m" and name and interpreter(name) in ("python", "pypy"):
             return None  # python -m MODULE: a named module
-        i += 2 if key in spec.takes and "=" not in w else 1
+        if key in spec.takes and "=" not in w:
+            value = argv[i + 1] if i + 1 < len(argv) else None
+            if value in spec.inline:  # `perl -I -e CODE`: whichever perl reads, -e is not a directory
+                return f"`{name} {value}` runs inline code"
+            i += 1
+        i += 1
     if i >= len(argv):
         return f"`{name}` reads its program from its input" if spec.stdin else None
     script = argv[i]
@@ -107,11 +129,17 @@ def _generic(argv: Sequence[str | None], spec: _Spec) -> str | None:
 
 def _bundles(word: str, spec: _Spec) -> bool:
     """`-ne` bundles `-e` (perl); `-Bc` bundles `-c` (python); an option taking a value ends the bundle."""
-    for ch in word[1:]:
-        if f"-{ch}" in spec.inline:
+    j = 1
+    while j < len(word):
+        flag = f"-{word[j]}"
+        if flag in spec.inline:
             return True
-        if f"-{ch}" in spec.takes:
-            return False
+        if flag in spec.takes or flag in spec.attached:
+            return False  # the rest of the word is its value
+        j += 1
+        if flag in spec.digits:  # `-l`, `-0777`, `-0x1ff`: an optional number, then more options
+            while j < len(word) and (word[j].isdigit() or (word[j] in "xXabcdefABCDEF" and flag == "-0")):
+                j += 1
     return False
 
 
@@ -142,7 +170,10 @@ def _awk(argv: Sequence[str | None]) -> str | None:
     return None
 
 
-_SED_E_CMD = re.compile(r"(?:^|[;\n{}!]|[\d$/])\s*e(?:\s|;|}|$)")
+_SED_E_CMD = re.compile(r"(?:^|[;\n{}!]|[\d$/IM])\s*e(?:\s|;|}|$)")  # `/x/Ie cmd`: address flags I, M
+_SED_W_CMD = re.compile(r"(?:^|[;\n{}!]|[\d$/IM])\s*[wW]\s*\S")  # `w FILE`: writes a file
+_SED_W_FLAG = re.compile(r"s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[0-9gpiImMe]*w")
+_SED_TEXT = re.compile(r"([sy])([^\\\n])(?:\\.|(?!\2).)*\2(?:\\.|(?!\2).)*\2|/(?:\\.|[^/\n])*/")
 _SED_E_FLAG = re.compile(r"s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[0-9gpiImMw]*e")
 
 
@@ -167,6 +198,11 @@ def _sed(argv: Sequence[str | None]) -> str | None:
     if not scripts and not has_file:
         scripts.append(argv[i] if i < len(argv) else None)
     for s in scripts:
-        if s is None or _SED_E_CMD.search(s) or _SED_E_FLAG.search(s):
-            return f"`{argv[0]}`'s script can run commands (GNU sed's e) or is not known"
+        if s is None:
+            return f"`{argv[0]}`'s script is not known before it runs"
+        bare = _SED_TEXT.sub(lambda m: m.group(1) or "/", s)  # commands without s///, y/// and /re/ text
+        if _SED_E_CMD.search(bare) or _SED_E_FLAG.search(s):
+            return f"`{argv[0]}`'s script can run commands (GNU sed's e)"
+        if _SED_W_CMD.search(bare) or _SED_W_FLAG.search(s):
+            return f"`{argv[0]}`'s script writes a file it names (w, s///w), which agentd does not check"
     return None

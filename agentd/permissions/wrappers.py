@@ -4,7 +4,8 @@
 Owns: `unwrap()` (one simple command's words -> the commands it starts, as agentd.permissions.argv's
 `Unwrapped`), `is_wrapper()`, `is_interpreter()`, and the readers of the wrappers that change how, as whom
 or where a command runs (`env`, `sudo`, `doas`, `su`, `runuser`, `chroot`, `command`, `exec`, `nice`,
-`nohup`, `timeout`, `stdbuf`, `time`, `setsid`, `flock`, `strace`, `busybox`...), of the shells and
+`nohup`, `timeout`, `stdbuf`, `time`, `setsid`, `flock`, `strace`, `chrt`, `fakeroot`, `prlimit`,
+`busybox`...), of the shells and
 builtins that run strings (`sh -c`, `eval`, `trap`, `source`), of leading `NAME=VALUE` words and of what
 renames commands (`alias`, `hash -p`, `enable -f`, git's `-c alias.x=!...`). Programs whose arguments
 hold commands are read by agentd.permissions.runners, interpreters by agentd.permissions.inline_code.
@@ -217,7 +218,11 @@ def _flock(argv: Words) -> Unwrapped:
     return after(argv, i, positional=1)
 
 
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "rbash"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "fish", "rbash", "csh",
+                     "tcsh", "ksh93", "pdksh", "oksh", "loksh", "elvish", "xonsh", "nu"})  # fmt: skip
+
+
+_FOREIGN = frozenset({"csh", "tcsh", "fish", "elvish", "xonsh", "nu"})  # not read with bash's grammar
 
 
 def _shell(argv: Words) -> Unwrapped:
@@ -249,6 +254,8 @@ def _shell(argv: Words) -> Unwrapped:
     if cflag:
         if not operands:
             return NOTHING
+        if command_name(argv[0] or "") in _FOREIGN:
+            return unknowable(f"`{argv[0]} -c` runs a string in a syntax other than bash's")
         if operands[0] is None:
             return unknowable(f"`{argv[0]} -c` runs a string agentd cannot know before it runs")
         return Unwrapped((Run(script=operands[0]),), transparent=True)
@@ -279,9 +286,6 @@ _STRACE = "abeEIoOpPsSuUX"
 _UNSHARE = ("--setuid", "--setgid", "--root", "--wd", "--map-user", "--map-group")
 _SYSTEMD_RUN = ("--property", "--setenv", "--unit", "--machine", "--host", "--working-directory", "--uid", "--gid",
                 "--slice", "--description")  # fmt: skip
-_UNSHARE = ("--setuid", "--setgid", "--root", "--wd", "--map-user", "--map-group")
-_SYSTEMD_RUN = ("--property", "--setenv", "--unit", "--machine", "--host", "--working-directory", "--uid", "--gid",
-                "--slice", "--description")  # fmt: skip
 _HANDLERS: dict[str, Callable[[Words], Unwrapped]] = {
     "env": _env,
     "command": _command,
@@ -308,6 +312,14 @@ _HANDLERS: dict[str, Callable[[Words], Unwrapped]] = {
     "caffeinate": simple("tw"),
     "chronic": simple(),
     "rlwrap": simple("acfFhHlmMoOpPqsSwz"),
+    "chrt": simple(
+        "TPD",
+        ("--sched-runtime", "--sched-period", "--sched-deadline"),
+        positional=1,
+        no_run=("-p", "--pid", "-m", "--max"),
+    ),
+    "fakeroot": simple("lsib", ("--lib", "--faked"), writes=("-s",)),
+    "prlimit": simple("po", ("--pid", "--output"), no_run=("-p", "--pid")),
     "unshare": simple("SGRwl", _UNSHARE, transparent=False),
     "nsenter": simple("tSGrw", ("--target", "--setuid", "--setgid", "--root", "--wd"), transparent=False),
     "firejail": simple(transparent=False),

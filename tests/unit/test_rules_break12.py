@@ -335,3 +335,36 @@ def test_break12_r2_plain_builtins_are_still_allowed() -> None:
         assert verdict(command, DENY_RM, Rule(tool=f"run_command({name} *)", action="allow"))[0] == "allow", (
             command
         )
+
+
+# R6: interpreters' bundled options and sed's address flags; R4: more wrappers
+INLINE = [
+    "perl -le 'system \"rm f\"'", "perl -l -e 'x'", "perl -lane 'x' f", "ruby -le 'x'", "perl -i -e 'x' f",
+    "perl -0777 -ne x", "perl -I -e x", "sed -n '/./Ie rm f' x", "sed '/x/M e' f", "sed -e '1e rm f' f",
+    "sed -n 'w /tmp/x' f", "sed 's/a/b/w /tmp/o' f", "csh -c 'rm f'", "tcsh -fc 'x'", "fish -c 'rm f'",
+]  # fmt: skip
+NAMED_FILES = ["perl -I lib script.pl", "perl -Mstrict script.pl", "ruby -W0 x.rb", "sed 's/foo/world/g' x",
+               "sed '/www/d' x", "sed -n '/a/,/b/p' f"]  # fmt: skip
+WRAPPED_RM = ["chrt 5 rm f", "chrt -f 5 rm f", "fakeroot rm f", "fakeroot -- rm f", "prlimit --nofile=10 rm f",
+              "prlimit -n5 rm f", "unshare -r rm f", "nsenter -t 1 rm f", "systemd-run --user rm f",
+              "npx -c 'rm f'", "npm exec -- rm f", "uv run rm f", "poetry run rm f", "ksh -c 'rm f'"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", INLINE)
+def test_break12_r6_bundled_interpreter_options_and_sed_commands_are_unknowable(command: str) -> None:
+    """break12 R6: `-l`/`-0` take only an attached number, `-i`/`-M` only an attached value, so the `-e` after
+    them is found; sed's address flags before `e`, sed's `w`; csh/fish strings are not bash."""
+    action, labels = verdict(command, DENY_RM)
+    assert action == "ask" and "unknowable:run_command(rm)=deny" in labels, (command, labels)
+
+
+@pytest.mark.parametrize("command", NAMED_FILES)
+def test_break12_r6_named_programs_and_plain_sed_scripts_are_known(command: str) -> None:
+    """break12 R6, the control: a script file, a module, a sed script with only s///, d and p."""
+    assert verdict(command, DENY_RM)[1] == ["default:run_command=ask"], command
+
+
+@pytest.mark.parametrize("command", WRAPPED_RM)
+def test_break12_r4_more_wrappers_run_rm(command: str) -> None:
+    """break12 R4: chrt (with its priority), fakeroot, prlimit, and the runners the review listed."""
+    assert verdict(command, DENY_RM) == ("deny", ["run_command(rm)=deny"]), command
