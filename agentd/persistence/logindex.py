@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,7 +90,7 @@ class Tally:
             self.compactions += 1
             self.replaced += int(rec.get("replaced") or 0)
         elif kind == "message":
-            for tid in tool_use_ids_of(rec):
+            for tid in rec[TOOL_USE_IDS] if TOOL_USE_IDS in rec else tool_use_ids_of(rec):
                 if tid not in self.tool_use_ids:
                     self.tool_use_ids.add(tid)
                     self.fresh_ids.append(tid)
@@ -271,6 +272,12 @@ def rewrite_entries(path: Path, entries: list[Entry], session_id: str) -> None:
 def iter_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
     """(offset, line) of every `\\n`-terminated line of the file in [start, end), read in 1 MiB chunks (never
     the whole file); a last line without `\\n` is yielded as is."""
+    for batch in _batches(fd, start, end):
+        yield from batch
+
+
+def _batches(fd: int, start: int, end: int) -> Iterator[list[tuple[int, bytes]]]:
+    """The lines of `iter_lines`, a list per chunk read."""
     pos, buf, buf_at = start, b"", start
     while pos < end:
         chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
@@ -278,16 +285,83 @@ def iter_lines(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
             break
         pos += len(chunk)
         buf += chunk
-        begin = 0
+        begin, batch = 0, []
         while True:
             nl = buf.find(b"\n", begin)
             if nl < 0:
                 break
-            yield buf_at + begin, buf[begin : nl + 1]
+            batch.append((buf_at + begin, buf[begin : nl + 1]))
             begin = nl + 1
+        if batch:
+            yield batch
         buf, buf_at = buf[begin:], buf_at + begin
     if buf:
-        yield buf_at, buf
+        yield [(buf_at, buf)]
+
+
+def iter_decoded(fd: int, start: int, end: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(offset, decoded record) of each line in [start, end), streamed; each chunk's lines are parsed as one
+    JSON array (one parser call, as `records.scan_log` does), line by line when that fails. Raises
+    ValueError naming the offset of a line that is not a record."""
+    for batch in _batches(fd, start, end):
+        values = _parse_batch([line for _, line in batch])
+        prev: Any = None
+        for i, (offset, line) in enumerate(batch):
+            value: Any = values[i] if values is not None else None
+            # consecutive seqs prove the array's alignment (a damaged line could merge with a neighbour)
+            if _envelope_ok(value) and (prev is None or value["seq"] == prev + 1):
+                rec: dict[str, Any] = value
+            else:
+                try:
+                    rec = decode_line(line)
+                except ValueError as exc:
+                    raise ValueError(f"the line at byte {offset} is not a record ({exc})") from None
+            prev = rec["seq"]
+            yield offset, rec
+
+
+def _parse_batch(lines: list[bytes]) -> Any:
+    try:
+        values = json.loads(b"[" + b",".join(line.rstrip(b"\n") for line in lines) + b"]")
+    except ValueError:
+        return None
+    return values if isinstance(values, list) and len(values) == len(lines) else None
+
+
+def _envelope_ok(rec: Any) -> bool:
+    if not isinstance(rec, dict):
+        return False
+    v, seq, at, kind = rec.get("v"), rec.get("seq"), rec.get("at"), rec.get("kind")
+    return type(v) is int and type(seq) is int and isinstance(at, str) and isinstance(kind, str)
+
+
+# The envelope exactly as `records.encode_record` writes it, and the role of a `message` record.
+_ENVELOPE = re.compile(
+    rb'\{"v":(\d+),"seq":(\d+),"at":"([^"\\]*)","kind":"([a-z_]+)"(?:,"messageId":"[^"\\]*","message":\{"role":"(user|assistant)")?'
+)
+_TOOL_USE_ID = re.compile(rb'"type":"tool_use","id":"([^"\\]*)"')
+TOOL_USE_IDS = "_toolUseIds"  # a light message record's tool_use ids (not a log field)
+_PARSED_KINDS = frozenset({"usage", "compaction", "message"})  # the kinds whose payload the Tally reads
+
+
+def _light(line: bytes) -> dict[str, Any] | None:
+    """The envelope of a complete line agentd wrote whose payload the Tally does not need (a user message:
+    the bulk of a log; a kind it only counts or locates), or an assistant message's tool_use ids, without
+    parsing the payload; else None. A scan then costs a fraction of parsing the log; what it skips is
+    parsed, and checked, by whoever reads it. (`"type":"tool_use"` cannot occur inside a JSON string, whose
+    quotes are escaped; ids are taken only when each such block starts with its id.)"""
+    m = _ENVELOPE.match(line)
+    if m is None or not line.endswith(b"\n"):
+        return None
+    kind = m.group(4).decode()
+    rec = {"v": int(m.group(1)), "seq": int(m.group(2)), "at": m.group(3).decode(), "kind": kind}
+    if kind == "message" and m.group(5) == b"assistant":
+        ids = _TOOL_USE_ID.findall(line)
+        if len(ids) != line.count(b'"type":"tool_use"'):
+            return None
+        rec[TOOL_USE_IDS] = [i.decode() for i in ids]
+        return rec
+    return None if kind in _PARSED_KINDS and m.group(5) != b"user" else rec
 
 
 @dataclass
@@ -317,7 +391,8 @@ def scan_tail(fd: int, start: int, end: int, tally: Tally, last_seq: int, where:
     for offset, line in iter_lines(fd, start, end):
         number += 1
         try:
-            rec = decode_line(line)
+            rec = _light(line) if out.first is not None or start else None
+            rec = rec or decode_line(line)
         except ValueError as exc:
             if not line.endswith(b"\n"):
                 out.torn = line

@@ -37,7 +37,7 @@ from agentd.persistence.logindex import (
     Sparse,
     Tally,
     append_entries,
-    iter_lines,
+    iter_decoded,
     load_entries,
     read_line,
     rewrite_entries,
@@ -357,8 +357,7 @@ class SessionStore:
         fd = self._require_open()
         stop = self._size if end is None else end
         try:
-            for offset, line in iter_lines(fd, start, stop):
-                yield offset, decode_line(line)
+            yield from iter_decoded(fd, start, stop)
         except (OSError, ValueError) as exc:
             raise StorageError(
                 f"Session {self.session_id}: cannot read {self.log_path} at byte {start} ({exc}).",
