@@ -46,6 +46,7 @@ class TurnReport:
     (edit, delete, move, execute) that started; `replied`: the model's last reply had text."""
 
     no_terminal: list[str] = field(default_factory=list)
+    no_terminal_protected: list[str] = field(default_factory=list)  # the protected path classes among them
     writes_started: int = 0
     replied: bool = False
 
@@ -57,10 +58,13 @@ class TurnReport:
     def no_terminal_hint(self) -> str:
         tools = ", ".join(dict.fromkeys(self.no_terminal))
         first = self.no_terminal[0]
-        return (
-            f"agentd: {NO_TERMINAL}, so every write of this turn was refused ({tools}); "
-            f"rerun with --yes or --allow TOOL (e.g. --allow {first})"
-        )
+        hint = f"rerun with --yes or --allow TOOL (e.g. --allow {first})"
+        if self.no_terminal_protected:
+            classes = ", ".join(dict.fromkeys(self.no_terminal_protected))
+            hint = (f"{'' if len(self.no_terminal_protected) == len(self.no_terminal) else hint + '; '}a write to a "
+                    f"protected path ({classes}) is allowed only by a person at a terminal: run on a terminal, "
+                    "or change the file yourself")  # fmt: skip
+        return f"agentd: {NO_TERMINAL}, so every write of this turn was refused ({tools}); {hint}"
 
 
 class CountingApprover:
@@ -77,6 +81,11 @@ class CountingApprover:
             return outcome
         self.report.no_terminal.append(req.tool_name)
         note = f"{NO_TERMINAL}; use --yes or --allow {req.tool_name}"
+        if req.protected is not None:  # --yes and --allow never answer it (PresetApprover)
+            self.report.no_terminal_protected.append(req.protected)
+            note = (
+                f"{NO_TERMINAL}; a protected path ({req.protected}): only a person at a terminal can allow it"
+            )
         return ApprovalOutcome(
             option=outcome.option, decided_by=outcome.decided_by, detail=outcome.detail, note=note
         )

@@ -191,6 +191,10 @@ def render_prompt(req: ApprovalRequest) -> str:
     command and its cwd, then the choices."""
     p = req.preview
     lines = [f"[agentd] {req.title}"]
+    if req.protected is not None:  # why --yes, --allow and rules did not answer (issue 12 §3)
+        lines.append(
+            f"(a protected path, {req.protected}: asked every time; --yes, --allow and rules never answer it)"
+        )
     if p.diff:
         diff_lines = p.diff.splitlines()
         lines.extend(diff_lines[:DIFF_MAX_LINES])

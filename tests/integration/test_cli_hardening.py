@@ -475,3 +475,24 @@ def test_log_file_never_follows_a_link_and_is_private_under_umask_000(tmp_path: 
     assert made.returncode == 0, made.stderr
     modes = [stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "new", fresh.parent, fresh)]
     assert modes == [0o700, 0o700, 0o600]
+
+
+def test_a_protected_write_without_a_terminal_does_not_point_at_yes(tmp_path: Path) -> None:
+    """New-user trial: with `--yes`, a write to a protected path (`.vscode/tasks.json`, issue 12 §3) refused
+    for lack of a terminal said "use --yes or --allow write_file", the flags already given. It says the path is
+    protected and that only a person at a terminal can allow it."""
+    write = _tool("write_file", path=".vscode/tasks.json", content="{}\n")
+    scenario = _scenario(tmp_path, [write], [{"text": "Tried."}])
+    out = _agentd(_run(tmp_path, scenario, "--yes"), _env(tmp_path))
+    lines = out.stderr.splitlines()
+    assert out.returncode == 9, out.stderr
+    assert [x for x in lines if x.startswith("[Permission]")] == [
+        "[Permission] write_file -> deny (no terminal to ask; a protected path (editor_config): only a person at "
+        "a terminal can allow it)"
+    ]
+    assert lines[-1] == (
+        "agentd: no terminal to ask, so every write of this turn was refused (write_file); a write to a protected "
+        "path (editor_config) is allowed only by a person at a terminal: run on a terminal, or change the file "
+        "yourself"
+    )
+    assert not (tmp_path / "ws" / ".vscode").exists()
