@@ -76,6 +76,9 @@ _SPECS: dict[str, _Spec] = {
 }
 _SPECS["nodejs"], _SPECS["powershell"] = _SPECS["node"], _SPECS["pwsh"]
 INTERPRETERS = frozenset(_SPECS) | {"deno", "awk", "gawk", "mawk", "nawk", "sed", "gsed"}
+_CODE_MODULES = frozenset({"timeit", "code", "cProfile", "profile", "trace"}) | {
+    None
+}  # code or -c/-s strings
 _STDIN_FILE = re.compile(r"^(-|/dev/stdin|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+)$")
 
 
@@ -112,6 +115,11 @@ def _generic(argv: Sequence[str | None], spec: _Spec) -> str | None:
         if key in spec.inline or (spec.clusters and not w.startswith("--") and _bundles(w, spec)):
             return f"`{name} {key}` runs inline code"
         if w == "-m" and name and interpreter(name) in ("python", "pypy"):
+            module = argv[i + 1] if i + 1 < len(argv) else None
+            if module in _CODE_MODULES or (
+                module == "pdb" and any(a in ("-c", "--command") for a in argv[i:])
+            ):
+                return f"`{name} -m {module}` runs code given as arguments"
             return None  # python -m MODULE: a named module
         if key in spec.takes and "=" not in w:
             value = argv[i + 1] if i + 1 < len(argv) else None

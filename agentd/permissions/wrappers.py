@@ -35,21 +35,17 @@ from agentd.permissions.argv import (
     simple,
     unknowable,
 )
-from agentd.permissions.evaluates import evaluated, evaluates
+from agentd.permissions.evaluates import assigns_code, evaluated, evaluates
 from agentd.permissions.inline_code import inline_code, interpreter
+from agentd.permissions.optionruns import option_runs
 from agentd.permissions.runners import PREFIXED, RUNNERS
 
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-# variables whose value is a command some program runs (or that change which program a name runs)
-_COMMAND_VARS = frozenset(
-    {"PATH", "PAGER", "GIT_PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
-     "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "LD_PRELOAD",
-     "LD_LIBRARY_PATH", "BASH_ENV", "ENV", "PROMPT_COMMAND", "SHELL", "GIT_EXEC_PATH", "GIT_CONFIG_PARAMETERS"}
-)  # fmt: skip
 _GIT_COMMAND_KEYS = re.compile(
     r"^(alias\..*|core\.(pager|editor|sshcommand|fsmonitor|hookspath|askpass)|diff\..*\.(command|textconv)|"
     r"diff\.external|sequence\.editor|credential\..*helper|gpg\..*program|pager\..*|filter\..*|"
-    r"merge\..*\.driver|include\..*|includeif\..*)$",
+    r"merge\..*\.driver|include\..*|includeif\..*|protocol\..*|remote\..*\.(uploadpack|receivepack|vcs)|"
+    r"core\.gitproxy|uploadpack\..*|receive\..*|submodule\..*\.update|difftool\..*|mergetool\..*)$",
     re.I,
 )
 
@@ -83,7 +79,7 @@ def _env(argv: Words) -> Unwrapped:
 def _assigned(argv: Words, i: int, names: Sequence[str]) -> Unwrapped:
     """`NAME=VALUE CMD` (or through env/sudo): CMD runs with a changed environment (never transparent)."""
     runs = [Run(words=argv[i:], offset=i)] if i < len(argv) else []
-    runs += [Run(why=f"`{n}=` names a command that a program runs") for n in names if n in _COMMAND_VARS]
+    runs += [Run(why=f"`{n}=` names a command that a program runs") for n in names if assigns_code(n)]
     return Unwrapped(tuple(runs), transparent=False)
 
 
@@ -267,6 +263,8 @@ def _shell(argv: Words) -> Unwrapped:
 def _git(argv: Words) -> Unwrapped:
     """git's global `-c KEY=VALUE` may name a command (`alias.x=!rm f`, `core.pager`, `core.sshCommand`)."""
     long = frozenset({"--git-dir", "--work-tree", "--namespace", "--config-env", "--exec-path"})
+    if any(w is not None and "ext::" in w for w in argv):
+        return Unwrapped((Run(why="a git `ext::` URL runs a command"),))
     _, seen = options(argv, 1, Opts("Cc", long))
     for name, value in seen:
         if name in ("-c", "--config-env", "--exec-path"):
@@ -367,9 +365,19 @@ def unwrap(words: Words, assigned: Sequence[str] = ()) -> Unwrapped:
         return _assigned(words, len(assigned), assigned)
     if not words or words[0] is None:
         return NOTHING
-    name = command_name(words[0])
-    if evaluates(words[0]):  # a builtin (its own name, not a path) that reads a string as code
-        why = evaluated(words[0], words)
+    found = _unwrap(words)
+    extra = option_runs(words)
+    if not extra:
+        return found
+    return Unwrapped(
+        found.runs + extra, transparent=found.transparent and bool(found.runs), writes=found.writes
+    )
+
+
+def _unwrap(words: Words) -> Unwrapped:
+    name = command_name(words[0] or "")
+    if evaluates(words[0] or ""):  # a builtin (its own name, not a path) that reads a string as code
+        why = evaluated(words[0] or "", words)
         return unknowable(why) if why else NOTHING
     handler = _HANDLERS.get(name)
     if handler is None:

@@ -301,7 +301,7 @@ def test_break12_r3_git_global_options_do_not_hide_the_subcommand(command: str) 
 def test_break12_r3_an_unknown_global_option_might_be_push_and_prefixes_keep_them() -> None:
     """break12 R3: `git $X push` might be anything: unknowable; `git -C . status` is not push; the prefix
     "always" offers keeps the global options (one owner of them)."""
-    assert verdict("git $X push", ASK_PUSH)[1] == ["unknowable:run_command(git push *)=ask"]
+    assert set(verdict("git $X push", ASK_PUSH)[1]) == {"unknowable:run_command(git push *)=ask"}
     assert verdict("git -C . status", ASK_PUSH, Rule(tool="run_command(git *)", action="allow"))[0] == "allow"
     assert command_prefix("git -C sub --no-pager status -s") == "git -C sub --no-pager status"
     assert command_prefix("git --version") == "git --version"
@@ -368,3 +368,49 @@ def test_break12_r6_named_programs_and_plain_sed_scripts_are_known(command: str)
 def test_break12_r4_more_wrappers_run_rm(command: str) -> None:
     """break12 R4: chrt (with its priority), fakeroot, prlimit, and the runners the review listed."""
     assert verdict(command, DENY_RM) == ("deny", ["run_command(rm)=deny"]), command
+
+
+# R5: a command given as an option's value (agentd.permissions.optionruns.COMMAND_OPTIONS)
+OPTION_RUNS_RM = [
+    "tar --checkpoint=1 --checkpoint-action=exec='rm f' -cf x.tar .", "tar -cf x.tar --to-command='rm f' .",
+    "tar -I 'rm f' -xf x", "tar --use-compress-program='rm f' -xf x", "git ls-remote --upload-pack='rm f' .",
+    "git fetch --upload-pack 'rm f' .", "git clone -u 'rm f' a b", "git -C . difftool -x 'rm f'",
+    "git rebase -x 'rm f' HEAD~1", "git rebase --exec='rm f' HEAD~1", "git push --receive-pack='rm f' o",
+    "ssh -o ProxyCommand='rm f' h", "ssh -oLocalCommand='rm f' -oPermitLocalCommand=yes h",
+    "ssh -o 'ProxyCommand rm f' h", "rsync -e 'rm f' a b:", "rsync -ave 'rm f' a b:", "zip -TT 'rm f' -T x.zip f",
+    "zip --unzip-command='rm f' -T x.zip f", "split --filter='rm f' x", "sort --compress-program=rm f",
+]  # fmt: skip
+OPTION_UNKNOWABLE = [
+    "git bisect run rm f", "git submodule foreach 'rm f'", "git filter-branch --tree-filter 'rm f'",
+    "git -c protocol.ext.allow=always clone 'ext::sh -c rm% f' x",
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!rm f' git x", "GIT_SSH_COMMAND='rm f' git fetch",
+    "export GIT_SSH_COMMAND='rm f'; git fetch", "GIT_EXTERNAL_DIFF='rm f' git diff", "PAGER='rm f' git log",
+    "EDITOR='rm f' git commit", "make --eval 'x:;rm f' x", "python -m timeit -s 'import os' 'os.remove(\"f\")'",
+    "python -m pdb -c 'import os' x.py", "vim -c '!rm f' x", "nvim +'!rm f' x", "gdb -ex 'shell rm f'",
+    "tar -I \"$X\" -xf x",
+]  # fmt: skip
+OPTION_PLAIN = ["tar -xzf x.tgz", "ssh h ls", "rsync -av a b", "sort -k2 f", "python -m pytest", "vim +42 x",
+                "git log", "git fetch origin", "git rebase -i HEAD~2", "zip -r x.zip d"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", OPTION_RUNS_RM)
+def test_break12_r5_a_command_in_an_option_value_is_a_part(command: str) -> None:
+    """break12 R5: tar's --checkpoint-action=exec= / --to-command / -I, git's --upload-pack / --receive-pack
+    / difftool -x / rebase --exec, ssh -o ProxyCommand / LocalCommand, rsync -e (bundled too), zip -TT,
+    split --filter, sort --compress-program: the value is read as the command line it is."""
+    assert verdict(command, DENY_RM) == ("deny", ["run_command(rm)=deny"]), command
+
+
+@pytest.mark.parametrize("command", OPTION_UNKNOWABLE)
+def test_break12_r5_commands_in_forms_agentd_does_not_read_are_unknowable(command: str) -> None:
+    """break12 R5: git bisect run, submodule foreach, filter-branch, ext:: URLs, GIT_CONFIG_KEY_n and the
+    variables naming a command (also exported), make --eval, python -m timeit / pdb -c, vim -c / +cmd,
+    gdb -ex, a value known only at run time."""
+    action, labels = verdict(command, DENY_RM)
+    assert action == "ask" and "unknowable:run_command(rm)=deny" in labels, (command, labels)
+
+
+@pytest.mark.parametrize("command", OPTION_PLAIN)
+def test_break12_r5_plain_uses_stay_known(command: str) -> None:
+    """break12 R5, the control: the same programs without such an option start nothing."""
+    assert verdict(command, DENY_RM)[1] == ["default:run_command=ask"], command
