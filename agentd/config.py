@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -451,8 +452,16 @@ def _drop_unknown(
             warns.append(f"{where}: unknown key '{prefix}{key}' ignored{maybe}")
             continue
         ann = field.annotation
+        entry = _entry_model(ann)
         if isinstance(value, dict) and isinstance(ann, type) and issubclass(ann, BaseModel):
             value = _drop_unknown(value, where, warns, ann, f"{prefix}{key}.")
+        elif isinstance(value, dict) and entry is not None:  # a table of named entries: [mcp.servers.NAME]
+            value = {
+                name: _drop_unknown(v, where, warns, entry, f"{prefix}{key}.{name}.")
+                if isinstance(v, dict)
+                else v
+                for name, v in value.items()
+            }
         elif model is PermissionSettings and key == "rules" and isinstance(value, list):
             value = [
                 _drop_unknown(r, where, warns, RuleSetting, f"{prefix}rules[{i}].")
@@ -462,6 +471,13 @@ def _drop_unknown(
             ]
         out[key] = value
     return out
+
+
+def _entry_model(ann: Any) -> type[BaseModel] | None:
+    """The model of a `dict[str, Model]` field's entries (`mcp.servers`), else None."""
+    args = typing.get_args(ann)
+    value = args[1] if typing.get_origin(ann) is dict and len(args) == 2 else None
+    return value if isinstance(value, type) and issubclass(value, BaseModel) else None
 
 
 def _rule_warnings(data: dict[str, Any], where: str, warns: list[str]) -> None:

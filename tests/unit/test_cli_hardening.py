@@ -96,6 +96,18 @@ def test_unknown_config_keys_are_warnings_not_errors(user_file: Path) -> None:
         load_settings(None)
 
 
+def test_an_unknown_key_inside_an_mcp_server_is_a_warning_too(user_file: Path) -> None:
+    """New-user trial: a typo inside `[mcp.servers.NAME]` stopped agentd (exit 2, pydantic's "Extra inputs are
+    not permitted") while the same typo at the top was a warning. Named entries are checked as sections are."""
+    user_file.write_text('[mcp.servers.git]\ncommand = "mcp-server-git"\ntimout_s = 5\n')
+    warnings: list[str] = []
+    settings = load_settings(None, warnings=warnings)
+    assert warnings == [
+        f"{user_file}: unknown key 'mcp.servers.git.timout_s' ignored (did you mean 'mcp.servers.git.timeout_s'?)"
+    ]
+    assert settings.mcp.servers["git"].command == "mcp-server-git"
+
+
 # ---- H11: a refused connection on this machine -----------------------------------------------------
 
 
