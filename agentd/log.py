@@ -183,6 +183,14 @@ def setup_logging(verbose: int = 0, log_file: str | None = None) -> None:
     root.propagate = False
 
 
+def hide_records_shown_as_updates() -> None:
+    """Terminal stderr only: drop the records a client shows as lines of their own (`shown_as_update`, e.g. a
+    provider retry shown as `[Retry] …` by `agentd run`), so one event is one line. A log file keeps them."""
+    for handler in logging.getLogger("agentd").handlers:
+        if isinstance(handler, _ConsoleHandler):
+            handler.addFilter(lambda record: not getattr(record, "shown_as_update", False))
+
+
 def failure_reason(content: str, raw_output: dict[str, object] | None = None, limit: int = 400) -> str:
     """Why a tool call failed, in one line, for `[Tool] <title> -> failed: <reason>` (H9).
 

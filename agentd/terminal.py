@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentd.errors import ConfigError
-from agentd.log import console
+from agentd.log import console, hide_records_shown_as_updates
 from agentd.permissions.approver import (
     NO_TERMINAL,
     ApprovalOutcome,
@@ -29,6 +29,7 @@ from agentd.permissions.approver import (
     Approver,
     render_prompt,
 )
+from agentd.text import visible
 
 log = logging.getLogger("agentd.run")
 WRITE_KINDS = frozenset({"edit", "delete", "move", "execute"})  # ACP tool kinds that change something
@@ -151,6 +152,10 @@ class Printer:
             self.report.replied = False
         elif kind == "tool_call_update":
             self._tool_update(update)
+        elif kind == "retry":  # the provider failed; agentd retries (the log record of it is not shown)
+            reason = visible(str(update.get("message") or "the request failed"), one_line=True)
+            delay = float(update.get("delayS") or 0)
+            console.line(f"[Retry] {reason} · attempt {update.get('attempt')} failed; next in {delay:g} s")
         elif kind == "plan" and self.show_work:
             entries = update.get("entries") or []
             console.line("[Plan]")
@@ -346,6 +351,7 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
     printer = Printer(
         report, on_closed=lambda: session.cancel() if session else None, show_work=setup.show_work
     )
+    hide_records_shown_as_updates()
     session, created = await _open(setup, provider, printer, report)
     printer.line(f"[session {session.id}]")
     _instructions_line(session, printer, reload=setup.reload_instructions and not created)

@@ -265,7 +265,9 @@ async def run_with_retries(
                     f"gave up after {n} attempts, {spent:.0f} s of retries within "
                     f"retries.max_total_s={max_total_s:g} s",
                 ) from err
-            log.warning("provider %s: %s; retry %d in %.3f s", err.provider, err.message, n, delay)
+            # `shown_as_update`: a client that shows the `retry` update itself drops this record (agentd run)
+            log.warning("provider %s: %s; retry %d in %.3f s", err.provider, err.message, n, delay,
+                        extra={"shown_as_update": on_retry is not None})  # fmt: skip
             if on_retry is not None:
                 on_retry(n, delay, err)
             await clock.sleep(delay)

@@ -496,3 +496,20 @@ def test_a_protected_write_without_a_terminal_does_not_point_at_yes(tmp_path: Pa
         "yourself"
     )
     assert not (tmp_path / "ws" / ".vscode").exists()
+
+
+def test_a_retry_is_one_line_not_a_log_record(tmp_path: Path) -> None:
+    """New-user trial: a provider retry showed in `agentd run` as a raw timestamped log record among the
+    `[turn …]` and `[Tool] …` lines. It is one `[Retry]` line from the session's `retry` update; a log file keeps
+    the record."""
+    path = tmp_path / "retry.json"
+    answers = [{"fault": {"http": 529, "headers": {"retry-after-ms": "1"}}}, {"reply": [{"text": "Done."}]}]
+    path.write_text(json.dumps({"answers": answers}), encoding="utf-8")
+    out = _agentd(_run(tmp_path, path), _env(tmp_path))
+    assert out.returncode == 0, out.stderr
+    retries = [x for x in out.stderr.splitlines() if "retry" in x.lower()]
+    assert len(retries) == 1 and retries[0].startswith("[Retry] "), out.stderr
+    assert retries[0].endswith("· attempt 1 failed; next in 0.001 s") and "529" in retries[0]
+    logged = _agentd([*_run(tmp_path, path), "--log-file", str(tmp_path / "agentd.log")], _env(tmp_path))
+    assert logged.returncode == 0, logged.stderr
+    assert "WARNING agentd.providers" in (tmp_path / "agentd.log").read_text()
