@@ -186,7 +186,8 @@ def _trust(args: argparse.Namespace) -> int:
     if args.list:
         for entry in store.entries():
             sys.stdout.write(
-                f"{entry['workspace']}  (trusted {entry.get('at', '?')}, {entry['digest'][:19]})\n"
+                f"{entry['workspace']}  (trusted {entry.get('at', '?')}, {entry['digest'][:19]})"
+                f"{_trust_state(Path(entry['workspace']), entry['digest'])}\n"
             )
         return EXIT_OK
     workspace = _workspace(args.workspace)
@@ -200,6 +201,26 @@ def _trust(args: argparse.Namespace) -> int:
     for line in _definition_lines(definitions):
         console.line(f"  {line}")
     return EXIT_OK
+
+
+def _trust_state(workspace: Path, digest: str) -> str:
+    """What `trust --list` adds to a trusted workspace whose grant is not in effect now: its hooks or MCP
+    servers changed since (a grant is bound to the definitions it was given for), or it cannot be read."""
+    from agentd.config import load_settings
+    from agentd.core.factory import workspace_definitions
+    from agentd.permissions.trust import definitions_digest
+
+    if not workspace.is_dir():
+        return "  [the folder is gone]"
+    try:
+        now = definitions_digest(workspace_definitions(load_settings(workspace)))
+    except AgentdError as err:
+        return f"  [its config cannot be read: {err.message}]"
+    if now != digest:
+        return (
+            f"  [NOT in effect: its hooks or MCP servers changed since; run `agentd trust {workspace}` again]"
+        )
+    return ""
 
 
 def _definition_lines(definitions: dict[str, Any]) -> list[str]:

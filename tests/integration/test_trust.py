@@ -132,3 +132,25 @@ async def test_untrusted_mcp_servers_do_not_start_trusting_starts_them(tmp_path:
         assert [s.command for s in session_mcp_specs(load_settings(ws), ws)] == ["user-demo"]
     finally:
         user.unlink() if saved is None else user.write_text(saved)
+
+
+def test_trust_list_says_when_a_grant_is_not_in_effect(tmp_path: Path) -> None:
+    """New-user trial: after the workspace's MCP server or hook changed, `agentd trust --list` still showed it
+    as trusted while the sessions (rightly) ran without them. The line now says the grant is not in effect and
+    how to renew it; a gone folder is named too."""
+    ws, _ = hooked_workspace(tmp_path)
+    assert cli("trust", str(ws)).returncode == 0
+    mine = [x for x in cli("trust", "--list").stdout.splitlines() if x.startswith(f"{ws}  ")]
+    assert len(mine) == 1 and mine[0].endswith(")"), mine
+    cfg = ws / ".agentd" / "config.toml"
+    cfg.write_text(cfg.read_text().replace("touch", "touch -c"))
+    mine = [x for x in cli("trust", "--list").stdout.splitlines() if x.startswith(f"{ws}  ")]
+    assert len(mine) == 1 and mine[0].endswith(
+        f"[NOT in effect: its hooks or MCP servers changed since; run `agentd trust {ws}` again]"
+    )
+    assert cli("trust", str(ws)).returncode == 0
+    (ws / ".agentd" / "config.toml").unlink()
+    (ws / ".agentd").rmdir()
+    ws.rmdir()
+    mine = [x for x in cli("trust", "--list").stdout.splitlines() if x.startswith(f"{ws}  ")]
+    assert len(mine) == 1 and mine[0].endswith("[the folder is gone]")
