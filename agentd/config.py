@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from agentd.errors import ConfigError
+from agentd.mcp.names import SERVER, SERVER_MAX
 from agentd.safe_read import UnsafeFile, read_regular
 
 
@@ -148,7 +149,7 @@ class HooksSettings(_Section):
         return bool(self.before_tool or self.after_tool or self.before_model or self.turn_end)
 
 
-MCP_NAME = r"^[A-Za-z0-9_-]{1,32}$"
+MCP_NAME = rf"^{SERVER}$"  # agentd.mcp.names owns the rule (break11)
 SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 
 
@@ -178,9 +179,9 @@ class MCPServerSettings(_Section):
 
 
 class MCPSettings(_Section):
-    servers: dict[Annotated[str, StringConstraints(pattern=MCP_NAME)], MCPServerSettings] = Field(
-        default_factory=dict
-    )
+    servers: dict[
+        Annotated[str, StringConstraints(pattern=MCP_NAME, max_length=SERVER_MAX)], MCPServerSettings
+    ] = Field(default_factory=dict)
     start_timeout_s: float = Field(30.0, gt=0, alias="startTimeoutS")
     # bytes agentd accepts from a server in one message (a tool result); larger ones are an error result
     max_message_bytes: int = Field(16 << 20, ge=1 << 16, alias="maxMessageBytes")
@@ -219,9 +220,9 @@ class Settings(_Section):
     hooks: HooksSettings = Field(default_factory=HooksSettings)  # type: ignore[arg-type]
     workspace_hooks: HooksSettings = Field(default_factory=HooksSettings, alias="workspaceHooks")  # type: ignore[arg-type]
     # the MCP servers a workspace file defines: started only once the user trusts it (issue 12 §5)
-    workspace_mcp_servers: dict[Annotated[str, StringConstraints(pattern=MCP_NAME)], MCPServerSettings] = (
-        Field(default_factory=dict, alias="workspaceMcpServers")
-    )
+    workspace_mcp_servers: dict[
+        Annotated[str, StringConstraints(pattern=MCP_NAME, max_length=SERVER_MAX)], MCPServerSettings
+    ] = Field(default_factory=dict, alias="workspaceMcpServers")
     openai: OpenAISettings = Field(default_factory=OpenAISettings)  # type: ignore[arg-type]
     mcp: MCPSettings = Field(default_factory=MCPSettings)  # type: ignore[arg-type]
     auth_token: str | None = Field(None, alias="authToken")

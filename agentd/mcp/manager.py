@@ -22,8 +22,9 @@ from typing import Any
 
 from agentd.mcp.bounded import MAX_MESSAGE_BYTES
 from agentd.mcp.connection import MCPConnection, MCPStartError, ServerSpec
-from agentd.mcp.tools import MCPTool
+from agentd.mcp.tools import MCPTool, schema_problem
 from agentd.sandbox.launcher import Launcher
+from agentd.text import visible
 
 SECRET_ENV = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"})
 
@@ -95,16 +96,33 @@ class MCPManager:
         return list(self.warnings)
 
     def _fixed_tools(self) -> list[MCPTool]:
+        """Every running server's tools the API takes (break11): a tool whose input schema it would refuse
+        is left out with a warning naming the server and tool; a name another tool's name already became
+        (`dup.name` and `dup_name`) ends with a hash of the server's name for it instead."""
         tools: list[MCPTool] = []
         seen: set[str] = set()
         for conn in self.connections:
             if conn.state != "running":
                 continue
             for remote in sorted(conn.tools, key=lambda t: str(t.name)):
+                problem = schema_problem(remote.input_schema or {"type": "object"})
+                if problem is not None:
+                    self.warnings.append(
+                        f"MCP server {_shown(conn.spec.name)}: tool {_shown(remote.name)} was left out: "
+                        f"{problem}; the server must fix its schema"
+                    )
+                    continue
                 tool = MCPTool(conn, remote, self.default_timeout_s)
-                if tool.name not in seen:  # two names that map to one: the first one keeps it
-                    seen.add(tool.name)
-                    tools.append(tool)
+                if tool.name in seen:
+                    tool = MCPTool(conn, remote, self.default_timeout_s, hashed=True)
+                if tool.name in seen:  # the same name twice from one server: nothing tells them apart
+                    self.warnings.append(
+                        f"MCP server {_shown(conn.spec.name)}: tool {_shown(remote.name)} was left out: "
+                        "the server lists that name twice"
+                    )
+                    continue
+                seen.add(tool.name)
+                tools.append(tool)
         return tools
 
     def tools(self) -> list[MCPTool]:
@@ -133,6 +151,10 @@ class MCPManager:
         """Ask every server to stop, without waiting (from synchronous code such as `Session.close`)."""
         for c in self.connections:
             c.stop_soon()
+
+
+def _shown(value: Any) -> str:
+    return visible(str(value), one_line=True)[:100]
 
 
 async def start_servers(

@@ -38,14 +38,31 @@ IMAGES_MAX = 4
 IMAGE_MAX_BYTES = 1 << 20  # base64 text per image kept in the result (the log keeps it too)
 
 
-def qualified_name(server: str, tool: str) -> str:
+def qualified_name(server: str, tool: str, *, hashed: bool = False) -> str:
     """`mcp__<server>__<tool>`, with characters a tool name may not hold replaced by `_`, and cut to 64
-    characters with a short hash when longer (so two long names stay distinct)."""
+    characters with a short hash of the server's tool name when longer (so two long names stay distinct).
+    `hashed`: always end with that hash (for a name that another tool's name became, break11)."""
     name = f"mcp__{server}__{NAME_RE.sub('_', tool)}"
-    if len(name) > NAME_MAX:
+    if len(name) > NAME_MAX or hashed:
         digest = hashlib.sha256(tool.encode()).hexdigest()[:8]
         name = name[: NAME_MAX - 9] + "_" + digest
     return name
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why the Messages API would refuse `schema` as a tool's `input_schema` (None when it takes it): it
+    must be a JSON Schema (draft 2020-12, the API's) whose top-level type is `object` (break11: the API
+    answers 400 to every request that holds one it refuses)."""
+    import jsonschema
+
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return 'its input schema is not a JSON Schema of "type": "object"'
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "top level"
+        return f"its input schema is not valid JSON Schema 2020-12 (at {where}: {exc.message[:200]})"
+    return None
 
 
 class MCPArgs(BaseModel):
@@ -66,10 +83,12 @@ class MCPTool(Tool):
     kind = "other"
     Input: ClassVar[type[StrictInput]] = StrictInput
 
-    def __init__(self, conn: MCPConnection, remote: Any, default_timeout_s: float) -> None:
+    def __init__(
+        self, conn: MCPConnection, remote: Any, default_timeout_s: float, *, hashed: bool = False
+    ) -> None:
         self.conn = conn
         self.remote_name = str(remote.name)
-        self.name = qualified_name(conn.spec.name, self.remote_name)  # type: ignore[misc]
+        self.name = qualified_name(conn.spec.name, self.remote_name, hashed=hashed)  # type: ignore[misc]
         text = (remote.description or remote.title or "").strip()
         self.description = f"[MCP server {conn.spec.name}] {text}"[:DESCRIPTION_MAX]  # type: ignore[misc]
         self.schema: dict[str, Any] = dict(remote.input_schema or {"type": "object"})

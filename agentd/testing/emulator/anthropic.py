@@ -25,6 +25,7 @@ from .common import (
     parse_body,
     sse_frame,
 )
+from .content import MAX_BODY_BYTES
 from .scenario import SUMMARY_TEXT, Reply, build_reply, check_expect, history_tokens, is_compaction
 from .tokens import count_tokens
 from .validate import ApiError, validate_request
@@ -69,6 +70,8 @@ def handle(core: Core, req: Request) -> tuple[Plan, dict[str, Any]]:
         return _fail(
             core, entry, ApiError(404, "not_found_error", f"Not found: {req.method} {req.path}")
         ), entry
+    if len(req.raw) > MAX_BODY_BYTES:  # break11: the API's 32 MB request limit
+        return _fail(core, entry, ApiError(413, *HTTP_FAULTS[413])), entry
     body, problem = parse_body(req.raw)
     auth = auth_of(req.headers)
     core.update_entry(

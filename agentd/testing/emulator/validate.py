@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .content import check_images, check_tools
 from .tokens import as_blocks, count_tokens
 
 __all__ = ["ApiError", "breakpoints_in_order", "validate_request"]
@@ -398,6 +399,8 @@ def validate_request(
             lambda: _first_is_user(msgs) if strict else None,
             lambda: _alternation(msgs) if strict else None,
             lambda: _prompt_fits(body, context_window),
+            lambda: check_tools(body),  # break11: what the service refuses in tools and images
+            lambda: check_images(body),
             # api/errors docs: no assistant prefill on 4.6+ models
             lambda: (
                 None
