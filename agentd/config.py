@@ -29,7 +29,7 @@ from pydantic import (
 )
 
 from agentd.errors import ConfigError
-from agentd.mcp.names import SERVER, SERVER_MAX
+from agentd.mcpnames import SERVER, SERVER_MAX
 from agentd.safe_read import UnsafeFile, read_regular
 
 
@@ -149,7 +149,7 @@ class HooksSettings(_Section):
         return bool(self.before_tool or self.after_tool or self.before_model or self.turn_end)
 
 
-MCP_NAME = rf"^{SERVER}$"  # agentd.mcp.names owns the rule (break11)
+MCP_NAME = rf"^{SERVER}$"  # agentd.mcpnames owns the rule (break11)
 SECRET_ENV_NAMES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 
 

@@ -32,7 +32,7 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentd.mcp import bounded
-from agentd.mcp.names import server_problem
+from agentd.mcpnames import server_problem
 from agentd.sandbox.launcher import Launcher, SandboxRefused
 from agentd.text import visible
 
@@ -64,7 +64,7 @@ class ServerSpec(BaseModel):
     def from_acp(cls, raw: Mapping[str, Any]) -> ServerSpec:
         """An ACP `McpServer` (`session/new` `mcpServers`): `{name, command, args, env: [{name, value}]}`,
         or `{type: "http", name, url, headers: [{name, value}]}`. Raises ValueError for anything else, and
-        for a name agentd.mcp.names refuses (break11: it would make tool names the API refuses)."""
+        for a name agentd.mcpnames refuses (break11: it would make tool names the API refuses)."""
         problem = server_problem(str(raw.get("name", "")))
         if problem is not None:
             raise ValueError(problem)

@@ -21,7 +21,7 @@ Forms of `tool`:
   A redirection `> path` in a command is a write of that path, `< path` a read, matched by the
   `write_file(...)` / `read_file(...)` patterns (never outside the workspace).
 What "always" offers for a command is agentd.permissions.prefix. Imports pydantic, the standard library,
-`agentd.permissions.shellwords`, `agentd.permissions.argv` and `agentd.mcp.names`; never pygls,
+`agentd.permissions.shellwords`, `agentd.permissions.argv` and `agentd.mcpnames`; never pygls,
 lsprotocol, acp or agentd.adapters.
 """
 
@@ -39,14 +39,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentd.mcp.names import SERVER
+from agentd.mcpnames import SERVER
 from agentd.permissions.argv import command_name, without_global_options
 from agentd.permissions.shellwords import Outer, Part, split_command
 
 Action = Literal["allow", "ask", "deny"]
 
 _STRENGTH: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
-# `mcp__<server>__<tool>`: the server's name has no `__` (agentd.mcp.names owns that rule, break11)
+# `mcp__<server>__<tool>`: the server's name has no `__` (agentd.mcpnames owns that rule, break11)
 _TARGET = re.compile(rf"^(mcp__{SERVER}__\*|[A-Za-z_][\w.-]*)(?:\((.*)\))?$", re.S)
 MCP_TOOL = re.compile(rf"mcp__{SERVER}__(?:[A-Za-z0-9_.-]+|\*)")  # a name or every tool of a server
 PATH_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_dir"})

@@ -12,7 +12,7 @@ import pytest
 from agentd.config import ConfigError, load_settings
 from agentd.mcp.connection import ServerSpec
 from agentd.mcp.manager import MCPManager
-from agentd.mcp.names import server_problem
+from agentd.mcpnames import server_problem
 from agentd.permissions.rules import is_mcp_target, names
 from agentd.testing.emulator import validate_request
 
@@ -82,7 +82,7 @@ def test_a_server_name_that_would_break_tool_names_is_refused_everywhere(
 ) -> None:
     """break11 (finding 2, 9): an ACP client's `mcpServers` name `a b/../x` made tool names the API refuses
     (every request 400), and a server `docs__shell` had its tools covered by a rule `mcp__docs__*`. One rule
-    (agentd.mcp.names) for ACP servers and config tables: no such name, and `__` ends the server's name."""
+    (agentd.mcpnames) for ACP servers and config tables: no such name, and `__` ends the server's name."""
     assert server_problem(name) is not None
     with pytest.raises(ValueError, match="server name"):
         ServerSpec.from_acp({"name": name, "command": "true"})
@@ -104,3 +104,17 @@ def test_the_emulator_refuses_tool_names_outside_the_apis_pattern() -> None:
     """break11 (finding 2): the emulator lets such a name through no more than the API does."""
     err = validate_request(_body([{"name": "mcp__a b__x", "input_schema": {"type": "object"}}]))
     assert err is not None and err.status == 400 and err.message.startswith("tools.0.custom.name: String")
+
+
+def test_a_glob_that_backtracked_without_end_answers_at_once() -> None:
+    """break11 (finding 3): `*a*a*a*a*a*a*a*aX/**` on a 60-character name froze the event loop in
+    pathspec's regex (catastrophic backtracking). The glob matcher is now linear in pattern x path."""
+    import time
+
+    from agentd.tools.globs import GlobFilter
+
+    gf = GlobFilter("*a*a*a*a*a*a*a*aX/**")
+    start = time.monotonic()
+    assert not gf.matches("a" * 60 + "/" + "a" * 60)
+    assert gf.matches("a" * 30 + "aX/f.txt")
+    assert time.monotonic() - start < 1.0

@@ -1,4 +1,5 @@
-"""The name of an MCP server (issue 11, break11). LEAF: imports only the standard library.
+"""The name of an MCP server (issue 11, break11). LEAF: imports only the standard library (config loads it
+before anything of agentd.mcp, which is imported only when a server is configured).
 
 Owns the one rule of what may name an MCP server, wherever the name comes from (a `[mcp.servers.NAME]`
 table of `config.toml` or a workspace file, an ACP client's `session/new` `mcpServers`): 1-32 ASCII letters,
