@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,8 @@ from agentd.text import visible
 log = logging.getLogger("agentd.run")
 WRITE_KINDS = frozenset({"edit", "delete", "move", "execute"})  # ACP tool kinds that change something
 CANCELLED_LINE = "[cancelled]"
+# Signals that cancel a running turn as Ctrl-C does; `agentd run` then exits with 128 + the number.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EMPTY_REPLY_LINE = "[the model's last reply was empty]"
 _MARKS = {"completed": "[x]", "done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 OUTPUT_MAX_LINES = 40
@@ -342,8 +345,6 @@ async def _open(setup: TurnSetup, provider: Any, printer: Printer, report: TurnR
 
 
 async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -> TurnOutcome:
-    import signal
-
     from agentd.errors import ProviderError
 
     report = TurnReport()
@@ -356,14 +357,15 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
     printer.line(f"[session {session.id}]")
     _instructions_line(session, printer, reload=setup.reload_instructions and not created)
     loop = asyncio.get_running_loop()
-    interrupted = False
+    interrupted = 0  # the signal that cancelled the turn (SIGINT, SIGTERM, SIGHUP), else 0
 
-    def on_sigint() -> None:
+    def on_signal(num: int) -> None:
         nonlocal interrupted
-        interrupted = True
-        session.cancel()
+        interrupted = interrupted or num
+        session.cancel()  # as Ctrl-C: the command's processes die, stand-ins go, the lock is released
 
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    for num in STOP_SIGNALS:
+        loop.add_signal_handler(num, on_signal, num)
     try:
         stop = await session.prompt(blocks)
     except ProviderError:
@@ -375,7 +377,8 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
             printer.line(f"[session {session.id} discarded: the model was never reached]")
         raise
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for num in STOP_SIGNALS:
+            loop.remove_signal_handler(num)
         printer.end()
         await session.aclose()  # observing hooks (after_tool, turn_end) finish first; MCP servers stop
     totals = session.totals.to_json() if session.totals.requests else {}
@@ -409,8 +412,9 @@ def discard_session(data_dir: Any, session_id: str) -> None:
         )
 
 
-def _exit_code(printer: Printer, report: TurnReport, stop: str, interrupted: bool) -> int:
-    """The exit code of a finished turn (PROTOCOL.md §3.1), after its last lines."""
+def _exit_code(printer: Printer, report: TurnReport, stop: str, interrupted: int) -> int:
+    """The exit code of a finished turn (PROTOCOL.md §3.1), after its last lines; `interrupted`: the
+    signal that cancelled it (128 + its number: 130 for SIGINT, 143 SIGTERM, 129 SIGHUP), else 0."""
     from agentd import (
         errors as cli,
     )  # the exit codes (agentd.errors owns them; agentd.cli imports this module)
@@ -419,7 +423,7 @@ def _exit_code(printer: Printer, report: TurnReport, stop: str, interrupted: boo
         return cli.EXIT_PIPE  # the reader went away: stop quietly (H7)
     if interrupted or stop == "cancelled":
         printer.line(CANCELLED_LINE)
-        return cli.EXIT_SIGINT
+        return 128 + interrupted if interrupted else cli.EXIT_SIGINT
     printer.line(f"[stop · {stop}]")
     if stop != "end_turn":
         return cli.EXIT_STOP

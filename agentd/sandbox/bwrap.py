@@ -1,6 +1,7 @@
 """The Linux backend: bubblewrap (`bwrap`, the Debian/Fedora/Arch package `bubblewrap`).
 
-Owns: `bwrap_argv()` (a `SandboxPolicy` as bwrap arguments) and `probe()` (does bwrap work here?).
+Owns: `bwrap_argv()` (a `SandboxPolicy` as bwrap arguments), `via_args_file()` (long options through
+`--args FD`) and `probe()` (does bwrap work here?).
 Every namespace is new (`--unshare-all`: user, pid, net, ipc, uts, cgroup), so the command sees its own
 `/proc` with its own processes only (never agentd's `/proc/<pid>/environ`) and no network but its own
 loopback; `--share-net` gives it agentd's network. `--die-with-parent` and the pid namespace make every
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 from agentd.sandbox.policy import SandboxPolicy
@@ -27,6 +29,7 @@ from agentd.sandbox.policy import SandboxPolicy
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run")
 RESOLVER_DIRS = ("/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager")
 PROBE_TIMEOUT_S = 10.0
+INLINE_MAX = 64 * 1024  # bytes of options passed on the command line; more go through `--args` (S3)
 
 
 def _private_dirs() -> list[str]:
@@ -85,6 +88,23 @@ def bwrap_argv(bwrap: str, policy: SandboxPolicy, cwd: Path, argv: list[str]) ->
         out += ["--ro-bind", str(r), str(r)]
     out += ["--chdir", str(cwd), "--", *argv]
     return out
+
+
+def via_args_file(argv: list[str], folder: str | None = None) -> tuple[list[str], str | None]:
+    """`argv` (from `bwrap_argv`) as it can be started whatever its size: when its options exceed
+    `INLINE_MAX` bytes (hundreds of binds of long paths: the kernel refuses such a command line with
+    E2BIG, break12 S3), they go NUL-separated into a 0600 file in `folder` and bwrap reads them from
+    fd 3 (`--args 3`, opened and the file removed by a `/bin/sh` in front). Returns the command line and
+    the file (None when inline; the caller removes it if the launch never ran)."""
+    end = argv.index("--")
+    options = argv[1:end]
+    if sum(len(a) + 1 for a in options) <= INLINE_MAX:
+        return argv, None
+    fd, path = tempfile.mkstemp(prefix="agentd-bwrap-", dir=folder)
+    with os.fdopen(fd, "wb") as f:
+        f.write(b"".join(os.fsencode(a) + b"\0" for a in options))
+    opener = 'exec 3<"$1" || exit 126; rm -f -- "$1"; shift; exec "$@"'
+    return ["/bin/sh", "-c", opener, "sh", path, argv[0], "--args", "3", *argv[end:]], path
 
 
 def version(bwrap: str) -> str | None:

@@ -5,8 +5,9 @@ Owns: `Guard` (one per sandboxed launch), `survey()`, `created()` and `readonly_
 from `agentd.permissions.protected` (`ANYWHERE`, `ProtectedPaths.fixed_inside`), never a copy. A
 bubblewrap launch is guarded three ways:
 - before: a walk of every writable folder (breadth first, within `WALK_BUDGET_S`) finds every existing
-  entry named in `ANYWHERE` at any depth; each is bound read-only (up to `MAX_BINDS`), as are the
-  existing `fixed_inside` paths;
+  entry named in `ANYWHERE` at any depth; each is bound read-only, as are the existing `fixed_inside`
+  paths (first); more than `MAX_BINDS` in all: the launch is refused (`TooManyProtected`), never run with
+  some writable; a folder that cannot be listed (a path beyond PATH_MAX) makes the walk incomplete;
 - an absent `fixed_inside` path (`.git` at the top of a workspace that has none, `.vscode`, a missing
   `~/.bashrc` when the workspace holds the home folder) gets an empty stand-in, created here on the host
   (a folder, or an empty file; at the first missing component of its path) and bound read-only, so the
@@ -41,6 +42,7 @@ from agentd.sandbox.policy import SandboxPolicy
 
 WALK_BUDGET_S = 2.0  # per walk; a workspace of ~100k folders takes about 1.5 s on a loaded 2-core machine
 MAX_BINDS = 512  # bwrap refuses more than 9000 arguments, and each bind costs start-up time
+NOTE_PATHS = 5  # paths named in a note or refusal; the rest are counted (a result stays small: break12 S3)
 
 Key = tuple[int, int]  # (st_dev, st_ino)
 
@@ -48,13 +50,15 @@ Key = tuple[int, int]  # (st_dev, st_ino)
 @dataclass
 class Survey:
     """What a walk found: `found` (existing protected entries, shallow first) and their keys; the folders
-    whose listing was read (`visited`) and those seen at all (`seen`); `complete`: within the budget."""
+    whose listing was read (`visited`) and those seen at all (`seen`); `complete`: within the budget and
+    every folder's listing read (`unread`: how many failed)."""
 
     found: list[Path] = field(default_factory=list)
     found_keys: set[Key] = field(default_factory=set)
     visited: set[Key] = field(default_factory=set)
     seen: set[Key] = field(default_factory=set)
     complete: bool = True
+    unread: int = 0  # folders whose listing failed (unreadable, or a path longer than PATH_MAX)
 
 
 def _skipped(path: Path, skip: Iterable[Path]) -> bool:
@@ -86,7 +90,9 @@ def survey(roots: Iterable[Path], skip: tuple[Path, ...], budget_s: float = WALK
         folder, dev, folder_key = queue.popleft()
         try:
             entries = list(os.scandir(folder))
-        except OSError:
+        except OSError:  # unreadable, or a path longer than PATH_MAX: what is below is not known (S2)
+            out.complete = False
+            out.unread += 1
             continue
         out.visited.add(folder_key)
         for e in entries:
@@ -135,13 +141,15 @@ def created(
         if (st.st_dev, st.st_ino) in before.visited:  # else its listing is unknown: nothing to judge
             queue.append((str(root), st.st_dev, False))
     deadline = time.monotonic() + budget_s
+    whole = True
     while queue:
         if time.monotonic() > deadline:
             return found, False
         folder, dev, new = queue.popleft()
         try:
             entries = list(os.scandir(folder))
-        except OSError:
+        except OSError:  # as in survey(): not known, so the walk is not complete (break12 S2)
+            whole = False
             continue
         for e in entries:
             key = (dev, e.inode())
@@ -153,7 +161,7 @@ def created(
                     queue.append((e.path, dev, True))
                 elif key in before.visited:
                     queue.append((e.path, dev, False))
-    return found, True
+    return found, whole
 
 
 @dataclass
@@ -216,6 +224,24 @@ def _first_missing(path: Path, root: Path) -> Path:
     return path
 
 
+class TooManyProtected(Exception):
+    """The workspace holds more protected paths than the sandbox can keep read-only (`MAX_BINDS`);
+    `str()` is the model-facing text (`too_many_text`)."""
+
+
+def too_many_text(count: int, found: list[Path]) -> str:
+    """Why a launch was refused at the bind cap: the count, the names met and the first few paths."""
+    names = ", ".join(sorted({p.name for p in found})) or "protected paths"
+    first = ", ".join(str(p) for p in found[:NOTE_PATHS])
+    return (
+        f"run_command is refused: the workspace holds {count} protected paths ({names}; e.g. {first}),"
+        f" more than the {MAX_BINDS} the sandbox can keep read-only, so a sandboxed command could write"
+        " the rest. Remove the nested repositories or editor folders the workspace does not need, or run"
+        " the command outside the sandbox (unsandboxed: true; the user is asked; not under"
+        ' sandbox = "required").'
+    )
+
+
 class Guard:
     """The protected-path guard of one sandboxed launch (see the module docstring). `policy()` is the
     launch's policy with the read-only binds; `finish()` runs once the process has exited."""
@@ -226,15 +252,18 @@ class Guard:
         self._roots = [w for w in policy.writable if w.is_dir()]
         self._survey = survey(self._roots, self._skip, WALK_BUDGET_S)
         self._held: list[Path] = []
+        self.args_file: str | None = (
+            None  # bwrap's options in a file (`bwrap.via_args_file`): removed by finish()
+        )
         self.moved = 0  # protected paths the command created, moved away by finish()
-        binds = [p for p in self._survey.found if not _skipped(p, self._skip)]
+        fixed: list[Path] = []  # the fixed-place paths: bound first, never the ones dropped (break12 S1)
         spots: dict[Path, Kind] = {}  # where a stand-in goes, judged before any is made
         for target, kind in policy.guarded:
             root = next((r for r in self._roots if r in target.parents), None)
             if root is None or _skipped(target, self._skip):
                 continue
             if os.path.lexists(target):
-                binds.append(target)
+                fixed.append(target)
                 continue
             spot = _first_missing(target, root)
             spots.setdefault(spot, kind if spot == target else "dir")
@@ -246,10 +275,13 @@ class Guard:
                 self._held.append(spot)
                 self._survey.found_keys.add(key)
             elif os.path.lexists(spot):
-                binds.append(spot)
-        binds = list(dict.fromkeys([*binds, *self._held]))
-        self.unguarded = binds[MAX_BINDS:]
-        self._binds = tuple(binds[:MAX_BINDS])
+                fixed.append(spot)
+        found = [p for p in self._survey.found if not _skipped(p, self._skip)]
+        binds = list(dict.fromkeys([*fixed, *self._held, *found]))
+        if len(binds) > MAX_BINDS:  # never run with some protected paths writable: refuse (break12 S1)
+            self.finish(ran=False)
+            raise TooManyProtected(too_many_text(len(binds), found))
+        self._binds = tuple(binds)
 
     def policy(self) -> SandboxPolicy:
         return dataclasses.replace(self._base, readonly=(*self._base.readonly, *self._binds))
@@ -266,15 +298,22 @@ class Guard:
             for spot in self._held:
                 STAND_INS.release(spot)
             self._held = []
+            if self.args_file is not None:  # normally removed by the launch itself
+                with contextlib.suppress(OSError):
+                    os.unlink(self.args_file)
         return notes
 
     def _check(self) -> list[str]:
         made, whole = created(self._survey, self._roots, self._skip, WALK_BUDGET_S)
         notes = [self._quarantine(p) for p in made]
-        if not (self._survey.complete and whole) or self.unguarded:
+        if len(notes) > NOTE_PATHS:  # a bounded result: the first few, then a count (break12 S3)
+            notes = [*notes[:NOTE_PATHS], f"[sandbox: and {len(notes) - NOTE_PATHS} more moved the same way]"]
+        if not (self._survey.complete and whole):
+            unread = f"; {self._survey.unread} folders could not be read" if self._survey.unread else ""
             notes.append(
-                f"[sandbox: the workspace is too large to search for protected paths within"
-                f" {WALK_BUDGET_S:g} s (or holds more than {MAX_BINDS}); those beyond were not guarded]"
+                f"[sandbox: the workspace could not be searched whole for protected paths (a {WALK_BUDGET_S:g} s"
+                f" budget, unreadable folders or paths longer than the system allows{unread}); those beyond"
+                " were not guarded]"
             )
         return notes
 

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentd.sandbox.bwrap import bwrap_argv
-from agentd.sandbox.guard import Guard, readonly_hint
+from agentd.sandbox.bwrap import bwrap_argv, via_args_file
+from agentd.sandbox.guard import Guard, TooManyProtected, readonly_hint
 from agentd.sandbox.policy import SandboxPolicy
 from agentd.sandbox.seatbelt import seatbelt_argv
 from agentd.sandbox.status import SandboxMode, SandboxStatus
@@ -81,7 +81,8 @@ class Launcher:
         approved request or a rule); `unsandboxed`: it runs outside the sandbox (approved by the user);
         `config_env`: given when `argv` comes from the user's configuration (an MCP server): the
         environment configured for it; the paths its arguments name then stay visible too.
-        Raises `SandboxRefused` under `sandbox = "required"` when it cannot run sandboxed."""
+        Raises `SandboxRefused` under `sandbox = "required"` when it cannot run sandboxed, and when the
+        workspace holds more protected paths than the sandbox can keep read-only."""
         if self.mode == "required" and not self.status.available:
             raise SandboxRefused(
                 f'run_command is refused: sandbox = "required" but no sandbox works here ({self.status.problem}).'
@@ -107,8 +108,12 @@ class Launcher:
             tmp = Path(tempfile.mkdtemp(prefix="agentd-cmd-"))
             return Launch(seatbelt_argv(policy, tmp, argv), True, tmp)
         assert self.status.path is not None
-        guard = Guard(policy, after=after)
-        return Launch(bwrap_argv(self.status.path, guard.policy(), cwd, argv), True, guard=guard)
+        try:
+            guard = Guard(policy, after=after)
+        except TooManyProtected as exc:  # more protected paths than can stay read-only (break12 S1)
+            raise SandboxRefused(str(exc)) from None
+        line, guard.args_file = via_args_file(bwrap_argv(self.status.path, guard.policy(), cwd, argv))
+        return Launch(line, True, guard=guard)
 
     def _guarded(self, argv: list[str]) -> Launch:
         if self.status.cleanup == "subreaper" and sys.platform.startswith("linux"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -127,22 +128,55 @@ def test_the_readonly_hint_says_how_to_ask() -> None:
     assert 'sandbox = "required"' in readonly_hint(True) and "ask the user" in readonly_hint(True)
 
 
-def test_a_tree_beyond_the_budget_or_the_bind_cap_is_named(
+def test_a_tree_beyond_the_budget_is_named_and_one_beyond_the_bind_cap_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """break12: a workspace too large to walk within the budget (100k folders on a loaded machine), or
-    with more protected paths than bubblewrap can bind, is not silently half-guarded: the result says so."""
+    """break12 (S1): a workspace too large to walk within the budget is not silently half-guarded (the
+    result says so); one with more protected paths than bubblewrap can bind is refused, never run with
+    some left writable; the fixed-place paths (.git at the top, start-up files) come first in the binds."""
     ws = tmp_path / "ws"
-    make(ws, "a/.git/", "b/.git/", "c/src/")
+    make(ws, ".git/", "a/.git/", "b/.git/", "c/src/")
     p = ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", tmp_path / "data")
-    monkeypatch.setattr(guard_module, "MAX_BINDS", 1)
-    capped = Guard(build_policy([ws], p))
-    assert len(capped.policy().readonly) == 1 and capped.unguarded
-    assert any("too large" in n for n in capped.finish())
+    first = Guard(build_policy([ws], p))
+    fixed = len(first.policy().readonly) - 2  # all but a/.git and b/.git
+    assert first.policy().readonly[0] == ws / ".git"  # fixed places first, the survey's finds after
+    first.finish(ran=False)
+    monkeypatch.setattr(guard_module, "MAX_BINDS", fixed + 1)
+    with pytest.raises(guard_module.TooManyProtected) as refused:
+        Guard(build_policy([ws], p))
+    text = str(refused.value)
+    assert f"holds {fixed + 2} protected paths (.git; e.g. " in text and str(ws / "a" / ".git") in text
+    assert "unsandboxed: true" in text and sorted(os.listdir(ws)) == [".git", "a", "b", "c"]
     monkeypatch.setattr(guard_module, "MAX_BINDS", 512)
     monkeypatch.setattr(guard_module, "WALK_BUDGET_S", -1.0)
     slow = Guard(build_policy([ws], p))
-    assert [n for n in slow.finish() if "too large" in n] and sorted(os.listdir(ws)) == ["a", "b", "c"]
+    assert [n for n in slow.finish() if "could not be searched whole" in n]
+    assert sorted(os.listdir(ws)) == [".git", "a", "b", "c"]
+
+
+def test_a_folder_beyond_path_max_makes_the_walk_incomplete(tmp_path: Path) -> None:
+    """break12 (S2): a folder whose listing fails (a path longer than PATH_MAX: ENAMETOOLONG, or
+    unreadable) was skipped and the walk still counted as complete, so a deep `.git/hooks/pre-commit`
+    at a 4244-byte path stayed without a word. The result now says the walk was not whole."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fd = os.open(ws, os.O_RDONLY)
+    try:
+        for _ in range(24):  # 24 x 201 bytes: beyond PATH_MAX (4096), made one folder at a time
+            os.mkdir("d" * 200, dir_fd=fd)
+            fd, old = os.open("d" * 200, os.O_RDONLY, dir_fd=fd), fd
+            os.close(old)
+        os.mkdir(".git", dir_fd=fd)
+    finally:
+        os.close(fd)
+    p = ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", tmp_path / "data")
+    try:
+        notes = Guard(build_policy([ws], p)).finish()
+    finally:
+        shutil.rmtree(ws / ("d" * 200))  # by folder fds: pytest's own clean-up walks by path
+    assert [n for n in notes if "could not be searched whole" in n and "1 folders could not be read" in n], (
+        notes
+    )
 
 
 def test_empty_protected_entries_are_left_and_a_launch_that_never_ran_is_not_judged(tmp_path: Path) -> None:

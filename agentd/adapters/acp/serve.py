@@ -59,7 +59,8 @@ async def _serve(data_dir: DataDir, fd: int, data_dir_error: str | None, resume:
     listening = asyncio.ensure_future(conn.listen())
     transport.on_gone = lambda: _stop(listening)
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, _stop, listening)
+    for num in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP (the terminal closed) as SIGTERM
+        loop.add_signal_handler(num, _stop, listening)
     with contextlib.suppress(asyncio.CancelledError):
         await listening
     log.info("end of input; closing the sessions")

@@ -175,7 +175,8 @@ async def _serve_stdio(daemon: Daemon, fd: int) -> int:
     closed = asyncio.Event()
     conn.on_close = lambda _code: closed.set()
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, conn.lost)
+    for num in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP (the terminal closed) as SIGTERM
+        loop.add_signal_handler(num, conn.lost)
     reader = await stdin_reader(HEADER_LIMIT)
     reading = asyncio.ensure_future(read_frames(reader, link, writer))
     waiting = asyncio.ensure_future(closed.wait())
@@ -197,7 +198,8 @@ async def _serve_sockets(
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loopwatch.watch(loop)
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    for num in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP (the terminal closed) as SIGTERM
+        loop.add_signal_handler(num, stop.set)
     loop.set_exception_handler(_quiet_resource_errors)
     _raise_fd_limit()
     idle: list[asyncio.TimerHandle] = []

@@ -87,6 +87,7 @@ class Chat:
         self.provider: Any = None
         self.created = False
         self.quit = False
+        self.signalled = 0  # SIGTERM or SIGHUP received: leave, exit 128 + this
         self.listed: list[str] = []  # session ids of the last /sessions listing, for `/resume N`
         self.prefill = ""  # the text the next input starts with (the prompt a /rewind took back)
         self._turn: asyncio.Task[Any] | None = None
@@ -231,8 +232,12 @@ class Chat:
 
     # ---- the loop ------------------------------------------------------------------------------------
     async def run(self) -> int:
-        """Read and run until /quit, Ctrl-D or a second Ctrl-C. Returns the exit code (0)."""
+        """Read and run until /quit, Ctrl-D, a second Ctrl-C, SIGTERM or SIGHUP. Returns the exit code (0;
+        128 + the signal's number after SIGTERM or SIGHUP)."""
         last_interrupt = 0.0
+        loop = asyncio.get_running_loop()
+        for num in (signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(num, self._on_stop, num, asyncio.current_task())
         try:
             while not self.quit:
                 try:
@@ -248,9 +253,14 @@ class Chat:
                 except EOFError:
                     break
                 await self.handle(text)
+        except asyncio.CancelledError:
+            if not self.signalled:
+                raise
         finally:
+            for num in (signal.SIGTERM, signal.SIGHUP):
+                loop.remove_signal_handler(num)
             await self.close()
-        return 0
+        return 128 + self.signalled if self.signalled else 0
 
     async def handle(self, text: str) -> None:
         """One input: a slash command, or a prompt for the session."""
@@ -304,6 +314,16 @@ class Chat:
             loop.remove_signal_handler(signal.SIGINT)
             self.view.end_turn()
             self._turn = None
+
+    def _on_stop(self, num: int, main: asyncio.Task[Any] | None) -> None:
+        """SIGTERM or SIGHUP: cancel a running turn as Ctrl-C does (its command's processes die, its
+        stand-ins go), then leave: the session is closed and its lock released; exit 128 + `num`."""
+        self.quit = True
+        self.signalled = self.signalled or num
+        if self._turn is not None:
+            self.cancel_turn()
+        elif main is not None:
+            main.cancel()  # waiting for input: leave now
 
     def _on_sigint(self) -> None:
         if self._stopping and self._turn is not None:  # a second Ctrl-C: leave without waiting
