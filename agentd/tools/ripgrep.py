@@ -3,11 +3,12 @@
 Owns: `find_rg()` (the `rg` of the `ripgrep` wheel installed beside agentd, else `rg` on PATH),
 `RipgrepMissing` (its model-facing text), `RgRun` / `run_rg()` (one rg process in a directory pinned by an
 open file descriptor, with a timeout, killed on asyncio cancellation, its output bounded), the fixed
-flags (`base_flags()`), and the parsers of rg's `--null` output (`parse_files`, `parse_counts`,
+flags (`base_flags()`, `ignore_flags()`), and the parsers of rg's `--null` output (`parse_files`, `parse_counts`,
 `parse_paths`: a path runs to its NUL, so no file name can forge a result). Imports only the standard library; never pygls, lsprotocol, acp or `agentd.adapters`.
 
-rg is run with `--no-config` (a user's `RIPGREP_CONFIG_PATH` cannot change the output format),
-`--no-require-git` (`.gitignore` and `.ignore` apply in any workspace, as the issue asks) and never with
+rg is run with `--no-config` (a user's `RIPGREP_CONFIG_PATH` cannot change the output format), the ignore
+files of `ignore_flags()` (break11: the ones git would apply, never a `~/.gitignore` above the workspace)
+and never with
 `--follow`: symbolic links are not followed, so no link leads out of the workspace. Its working directory
 is `/proc/self/fd/<fd>` of a directory opened with `O_NOFOLLOW` steps by `agentd.tools.paths`, so a
 directory swapped for a link after the containment check is never entered.
@@ -25,6 +26,7 @@ import sysconfig
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 MAX_COLUMNS = 400  # longer lines are shown as a preview with rg's "[... omitted end of long line]"
 OUTPUT_MAX_BYTES = 64 << 20  # rg output kept per call; past it rg is stopped and the result says so
@@ -55,10 +57,24 @@ def find_rg() -> str:
 def base_flags(*, hidden: bool) -> list[str]:
     """The flags every search uses (module docstring); `hidden`: also search hidden files (`.git` never;
     the caller's glob filter then decides which hidden files are kept, `agentd.tools.globs`)."""
-    flags = ["--no-config", "--no-require-git", "--color=never", "--null"]
+    flags = ["--no-config", "--color=never", "--null"]
     if hidden:
         flags += ["--hidden", "--glob=!.git"]
     return flags
+
+
+def ignore_flags(workspace: Path, folder: Path) -> list[str]:
+    """Which ignore files a search of `folder` (the workspace root `workspace` or a folder in it) applies
+    (break11: a `~/.gitignore` holding `*`, as dotfiles setups have, hid every file):
+    - in a git repository (a `.git` at the workspace root or above): rg's own rule, which is git's, the
+      `.gitignore` files from the repository's root down (and `.git/info/exclude`), none above it;
+    - else `.gitignore` and `.ignore` apply all the same (`--no-require-git`), from the workspace root down
+      (`--no-ignore-parent` for a search of the root; a search of a folder below it still reads the folders
+      above it, and so those above the workspace too: rg has no bound between).
+    `.ignore` files above the workspace apply in a repository (rg reads them in every parent)."""
+    if any((d / ".git").exists() for d in (workspace, *workspace.parents)):
+        return []
+    return ["--no-require-git", *(["--no-ignore-parent"] if folder == workspace else [])]
 
 
 @dataclass

@@ -130,6 +130,9 @@ class Walk:
         except InvalidGlob as exc:
             raise QueryError(f"Invalid glob {glob!r}: {exc}") from None
         flags = ripgrep.base_flags(hidden=gf is not None and gf.hidden) + (gf.rg_flags() if gf else [])
+        roots = [Path(r) for r in real_roots(ctx.workspace)]
+        root = next((r for r in roots if r == scope.real or r in scope.real.parents), roots[0])
+        flags += ripgrep.ignore_flags(root, scope.real)
         return cls(rg, scope, flags, gf, ctx)
 
     def keeps(self, rg_path: bytes) -> bool:
@@ -211,7 +214,8 @@ def visible_files(root: Path, names: Sequence[str], timeout_s: float = 30.0) -> 
     except ripgrep.RipgrepMissing:
         return None
     types = [f"--type-add={VISIBLE_TYPE}:{n}" for n in names]
-    argv = [rg, *ripgrep.base_flags(hidden=False), "--files", *types, f"--type={VISIBLE_TYPE}", "."]
+    flags = [*ripgrep.base_flags(hidden=False), *ripgrep.ignore_flags(root, root)]
+    argv = [rg, *flags, "--files", *types, f"--type={VISIBLE_TYPE}", "."]
     try:
         done = subprocess.run(argv, cwd=root, capture_output=True, timeout=timeout_s, env=ripgrep.rg_env())
     except (OSError, subprocess.TimeoutExpired):
