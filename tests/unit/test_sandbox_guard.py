@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,3 +213,29 @@ async def test_a_cancelled_launch_leaves_no_stand_in(tmp_path: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await call
     await wait_until(lambda: sorted(os.listdir(ws)) == ["src"], "the stand-ins of the abandoned launch to go")
+
+
+def test_stand_ins_left_by_a_kill_9_are_removed_by_the_next_launch(tmp_path: Path) -> None:
+    """break12 (new-user trial): a stand-in left by agentd killed with SIGKILL mid-command stayed in the
+    workspace for good (`git status` showed `?? .exrc`). The launch records what it creates; the next
+    launch removes a dead process's leftovers that are still empty and of the recorded kind, and keeps
+    one that something filled since."""
+    ws = tmp_path / "ws"
+    make(ws, "src/a.py")
+    script = (
+        "import os, sys; from pathlib import Path; from agentd.sandbox.guard import Guard;"
+        "from agentd.sandbox.policy import build_policy; from agentd.permissions.protected import ProtectedPaths;"
+        "t = Path(sys.argv[1]); Guard(build_policy([t / 'ws'], ProtectedPaths.of(t / 'home', t / 'cfg', t / 'data')));"
+        "os.kill(os.getpid(), 9)"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=False, timeout=120)
+    assert done.returncode == -9
+    left = sorted(os.listdir(ws))
+    assert (
+        ".vscode" in left and ".exrc" in left and len(list((tmp_path / "data" / "standins").iterdir())) == 1
+    )
+    (ws / ".idea" / "workspace.xml").write_text("<x/>")  # filled since: kept
+    p = ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", tmp_path / "data")
+    Guard(build_policy([ws], p)).finish()
+    assert sorted(os.listdir(ws)) == [".idea", "src"]
+    assert list((tmp_path / "data" / "standins").iterdir()) == []
