@@ -9,7 +9,8 @@ one can still be sent).
 The rule, from the Messages API's vision documentation: the media type is `image/jpeg`, `image/png`,
 `image/gif` or `image/webp`; the data is standard base64 (whitespace is dropped); the bytes are one of those
 formats (the media type sent is the one the bytes are, whatever the sender said, since the API refuses a
-mismatch); at most `MAX_BASE64_BYTES` (5 MiB) of base64; at most `MAX_SIDE` (8000) pixels a side, and at
+mismatch), and whole (a PNG through IEND, a JPEG to its end-of-image marker, a GIF to its trailer, a
+WebP as long as its RIFF header says; break11); at most `MAX_BASE64_BYTES` (5 MiB) of base64; at most `MAX_SIDE` (8000) pixels a side, and at
 most `MAX_SIDE_MANY` (2000) when a request holds more than `MANY` (20) images; at most `MAX_PER_REQUEST`
 (100) images per request. Anything else is a one-line note saying what was left out and why: the model
 reads that instead, and nothing stored or sent is a block the API refuses (an API refusal would repeat on
@@ -112,6 +113,25 @@ def _jpeg_size(raw: bytes) -> tuple[int, int] | None:
     return None
 
 
+def _whole(kind: str, raw: bytes) -> bool:
+    """The file is all there (break11: the API cannot decode a cut one, and the stored log would hold it):
+    a PNG's chunks run to IEND, a JPEG ends with its end-of-image marker (zero padding aside), a GIF with
+    its trailer, a WebP is as long as its RIFF header says."""
+    if kind == "image/png":
+        pos = 8
+        while pos + 12 <= len(raw):
+            length, chunk = struct.unpack(">I4s", raw[pos : pos + 8])
+            pos += 12 + length
+            if chunk == b"IEND":
+                return pos <= len(raw)
+        return False
+    if kind == "image/jpeg":
+        return len(raw) > 4 and raw.rstrip(b"\x00").endswith(b"\xff\xd9")
+    if kind == "image/gif":
+        return raw.endswith(b"\x3b")
+    return kind == "image/webp" and len(raw) >= 12 and struct.unpack("<I", raw[4:8])[0] + 8 == len(raw)
+
+
 def check(media_type: str, data: str) -> Checked:
     """Whether the Messages API takes this base64 image (module docstring). Never raises. Verdicts are
     remembered by (media type, length, hash) for the next requests of a session, never the data itself."""
@@ -149,7 +169,7 @@ def _verdict(media_type: str, data: str) -> tuple[str | None, int, int, str | No
         )
         return None, 0, 0, f"{why} (the model API takes only JPEG, PNG, GIF and WebP; {said})"
     size = _size(kind, raw[:_HEAD])
-    if size is None or 0 in size:
+    if size is None or 0 in size or not _whole(kind, raw):
         return None, 0, 0, f"an incomplete or unreadable {kind[6:].upper()} file"
     if max(size) > MAX_SIDE:
         return None, 0, 0, f"{size[0]}x{size[1]} pixels, over the model API's {MAX_SIDE} a side"

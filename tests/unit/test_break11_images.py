@@ -39,10 +39,10 @@ def png(w: int = 1, h: int = 1) -> str:
 
 
 JPEG = base64.b64encode(
-    b"\xff\xd8\xff\xe0\x00\x04ab\xff\xc0\x00\x11\x08\x00\x02\x00\x03" + b"\0" * 12
+    b"\xff\xd8\xff\xe0\x00\x04ab\xff\xc0\x00\x11\x08\x00\x02\x00\x03" + b"\0" * 12 + b"\xff\xd9"
 ).decode()
-GIF = base64.b64encode(b"GIF89a\x05\x00\x06\x00" + b"\0" * 8).decode()
-WEBP = base64.b64encode(b"RIFF\0\0\0\0WEBPVP8X\x0a\0\0\0\0\0\0\0\x07\0\0\x09\0\0").decode()
+GIF = base64.b64encode(b"GIF89a\x05\x00\x06\x00" + b"\0" * 8 + b"\x3b").decode()
+WEBP = base64.b64encode(b"RIFF\x16\0\0\0WEBPVP8X\x0a\0\0\0\0\0\0\0\x07\0\0\x09\0\0").decode()
 SVG = base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg'/>").decode()
 
 
@@ -193,3 +193,35 @@ def test_the_contexts_image_index_gives_the_same_bytes_as_looking_at_every_messa
         assert chat_body(request, model="m") == chat_body(unhinted, model="m")
         head = compaction.rebuild(ctx.messages, 20, "summary", None)
         ctx.replace_prefix(head.cut, head.summary, head.ack)
+
+
+def test_cut_images_are_refused_here_and_by_the_emulator() -> None:
+    """break11 (second review, finding 5): the first 300 bytes of a PNG and a 42-byte JPEG header passed
+    the check; the API cannot decode them ("Could not process image") and the stored log would poison
+    every later request. Each format is checked whole; the emulator refuses a cut image as the API does."""
+    from agentd.testing.emulator import validate_request
+
+    big = base64.b64decode(png(64, 64))
+    cuts = {
+        "image/png": base64.b64encode(big[: len(big) - 5]).decode(),
+        "image/jpeg": base64.b64encode(base64.b64decode(JPEG)[:-2]).decode(),
+        "image/gif": base64.b64encode(base64.b64decode(GIF)[:-1]).decode(),
+        "image/webp": base64.b64encode(base64.b64decode(WEBP)[:-2]).decode(),
+    }
+    for media, data in cuts.items():
+        assert "incomplete" in (images.check(media, data).problem or ""), media
+        body = {
+            "model": "m",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": [block(media, data)]}],
+        }
+        err = validate_request(body)
+        assert err is not None and err.status == 400 and err.message == "Could not process image", media
+    for media, data in {"image/png": png(), "image/jpeg": JPEG, "image/gif": GIF, "image/webp": WEBP}.items():
+        assert images.check(media, data).problem is None
+        body = {
+            "model": "m",
+            "max_tokens": 5,
+            "messages": [{"role": "user", "content": [block(media, data)]}],
+        }
+        assert validate_request(body) is None, media
