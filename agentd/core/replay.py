@@ -304,6 +304,8 @@ def _restart_entry(store: SessionStore, branch: ActiveBranch) -> Entry | None:
     active = [e for e in store.entries if e.seq in branch]
     if not active or "kept" not in store.read_sparse(active[-1]):
         return None
+    if not store.has_kind_after(active[-1].offset, "withdrawn"):
+        return active[-1]
     prompts: set[str] = set()
     for _, rec in store.iter_records(active[-1].offset):
         kind = rec.get("kind")

@@ -38,6 +38,7 @@ from agentd.persistence.logindex import (
     Tally,
     append_entries,
     iter_decoded,
+    iter_lines,
     load_entries,
     read_line,
     rewrite_entries,
@@ -163,6 +164,7 @@ class SessionStore:
         self.tally = Tally()  # whole-log facts (agentd/persistence/logindex.py), current with every append
         self.entries: list[Entry] = []  # the index: one entry per durable compaction record, in log order
         self._unindexed: list[Entry] = []  # entries of compaction records awaiting their fsync
+        self._index_lock = threading.Lock()
         self._first: dict[str, Any] | None = None  # record 1 (the meta record), read at open
         self._last_at: str | None = None
 
@@ -388,13 +390,38 @@ class SessionStore:
 
     def starts_on_branch(self, offset: int, branch: ActiveBranch) -> bool:
         """Whether a record of `branch` (a checkpoint or prompt) starts at byte `offset`. Raises StorageError."""
-        rec = next((rec for _, rec in self.iter_records(offset)), {})
+        rec = self.record_at(offset) or {}
         return rec.get("kind") in ("checkpoint", "prompt") and rec.get("seq") in branch
+
+    def has_kind_after(self, offset: int, kind: str) -> bool:
+        """Whether a record of `kind` may follow byte `offset` (its `"kind":"<kind>"` is in a line; read, not
+        parsed). Raises StorageError."""
+        needle = b'"kind":"' + kind.encode() + b'"'
+        try:
+            return any(needle in line for _, line in iter_lines(self._require_open(), offset, self._size))
+        except OSError as exc:
+            raise StorageError(
+                f"Session {self.session_id}: cannot read {self.log_path} at byte {offset} ({exc}).",
+                sessionId=self.session_id, path=str(self.log_path),
+            ) from None  # fmt: skip
+
+    def record_at(self, offset: int) -> dict[str, Any] | None:
+        """The record that starts at byte `offset` (only its line is parsed), None at the end of the log.
+        Raises StorageError."""
+        fd = self._require_open()
+        try:
+            line = next((line for _, line in iter_lines(fd, offset, self._size)), None)
+            return None if line is None else decode_line(line)
+        except (OSError, ValueError) as exc:
+            raise StorageError(
+                f"Session {self.session_id}: cannot read {self.log_path} at byte {offset} ({exc}).",
+                sessionId=self.session_id, path=str(self.log_path),
+            ) from None  # fmt: skip
 
     def first_record(self) -> dict[str, Any] | None:
         """Record 1 (the `meta` record), or None for an empty log. Raises StorageError."""
         if self._first is None and self._size:
-            self._first = next((rec for _, rec in self.iter_records(0)), None)
+            self._first = self.record_at(0)
         return self._first
 
     def read_blob(self, ref: str) -> bytes:
@@ -485,12 +512,13 @@ class SessionStore:
     def _index_durable(self, upto: int | None = None) -> None:
         """Append the entries of the compaction records now durable (the first `upto` waiting) to `log.idx`,
         fsynced. The index is a cache: a failure is logged and the next open rebuilds it."""
-        done = self._unindexed[: len(self._unindexed) if upto is None else upto]
-        if not done:
-            return
-        del self._unindexed[: len(done)]
-        self.entries.extend(done)
-        append_entries(self.data_dir.index_path(self.session_id), done, self.session_id)
+        with self._index_lock:  # the loop thread's append and a worker's `sync` may both get here
+            done = self._unindexed[: len(self._unindexed) if upto is None else upto]
+            if not done:
+                return
+            del self._unindexed[: len(done)]
+            self.entries.extend(done)
+            append_entries(self.data_dir.index_path(self.session_id), done, self.session_id)
 
     def _rewrite_index(self) -> None:
         """Write `log.idx` afresh from `entries` after fsyncing the log, so no entry points at a record that is
