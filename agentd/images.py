@@ -12,7 +12,8 @@ formats (the media type sent is the one the bytes are, whatever the sender said,
 mismatch), and whole (a PNG through IEND, a JPEG to its end-of-image marker, a GIF to its trailer, a
 WebP as long as its RIFF header says; break11); at most `MAX_BASE64_BYTES` (5 MiB) of base64; at most `MAX_SIDE` (8000) pixels a side, and at
 most `MAX_SIDE_MANY` (2000) when a request holds more than `MANY` (20) images; at most `MAX_PER_REQUEST`
-(100) images per request. Anything else is a one-line note saying what was left out and why: the model
+(100) images per request, and at most `MAX_REQUEST_IMAGE_BYTES` (20 MB) of their base64 in all (the API
+refuses a request body over 32 MB; the newest are kept, at request time, the log unchanged). Anything else is a one-line note saying what was left out and why: the model
 reads that instead, and nothing stored or sent is a block the API refuses (an API refusal would repeat on
 every later request of the session).
 """
@@ -31,6 +32,7 @@ MAX_SIDE = 8000
 MAX_SIDE_MANY = 2000
 MANY = 20
 MAX_PER_REQUEST = 100
+MAX_REQUEST_IMAGE_BYTES = 20_000_000  # base64 of all images in one request: the API refuses bodies over 32 MB
 _HEAD = 1 << 16  # bytes read to find a JPEG's frame header (the size of the rest is not needed)
 
 
@@ -203,7 +205,7 @@ def _checked_block(block: Mapping[str, Any]) -> tuple[Checked, str, str] | None:
 
 def _fix(blocks: list[Any], many: bool, budget: list[int]) -> list[Any] | None:
     """`blocks` with refused images as notes; None when nothing changed. `budget[0]`: images still
-    allowed in the request (counted from the end)."""
+    allowed in the request (counted from the end); `budget[1]`: base64 bytes of images still allowed."""
     out: list[Any] = []
     changed = False
     for block in reversed(blocks):  # newest first, as the budget counts
@@ -222,8 +224,14 @@ def _fix(blocks: list[Any], many: bool, budget: list[int]) -> list[Any] | None:
                 problem = f"{c.width}x{c.height} pixels; with more than {MANY} images in a request the model API takes at most {MAX_SIDE_MANY} a side"
             if problem is None and budget[0] <= 0:
                 problem = f"an older image: the model API takes at most {MAX_PER_REQUEST} images per request"
+            if problem is None and len(c.data) > budget[1]:
+                problem = (
+                    f"an older image: images in one request are kept up to {MAX_REQUEST_IMAGE_BYTES // 1_000_000}"
+                    " MB of base64, newest first (the model API refuses requests over 32 MB)"
+                )
             if problem is None:
                 budget[0] -= 1
+                budget[1] -= len(c.data)
                 if c.media_type != media or c.data != data:
                     block, changed = (
                         {**block, "source": {**block["source"], "media_type": c.media_type, "data": c.data}},
@@ -258,7 +266,8 @@ def holds_image(message: Mapping[str, Any]) -> bool:
 
 def request_safe(messages: list[dict[str, Any]], where: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """`messages` with every image the Messages API would refuse replaced by its note (module docstring);
-    the newest `MAX_PER_REQUEST` images are the ones kept. The same list when nothing changes; else a
+    the newest `MAX_PER_REQUEST` images, up to `MAX_REQUEST_IMAGE_BYTES` of base64 in all, are the ones
+    kept (break11: many MCP results' images added up past the API's 32 MB request limit). The same list when nothing changes; else a
     copy (messages and blocks copied where changed, never changed in place). `where`: the indexes of the only
     messages that may hold an image, ascending (the Context keeps them, so a request costs the same however
     long the history is; issue 16); None: every message is looked at."""
@@ -266,7 +275,7 @@ def request_safe(messages: list[dict[str, Any]], where: Sequence[int] | None = N
     total = _count([messages[i] for i in at])
     if total == 0:
         return messages
-    budget, many = [MAX_PER_REQUEST], total > MANY
+    budget, many = [MAX_PER_REQUEST, MAX_REQUEST_IMAGE_BYTES], total > MANY
     out = list(messages)
     for i in reversed(at):  # newest first: the budget keeps the latest images
         content = out[i].get("content")

@@ -225,3 +225,35 @@ def test_cut_images_are_refused_here_and_by_the_emulator() -> None:
             "messages": [{"role": "user", "content": [block(media, data)]}],
         }
         assert validate_request(body) is None, media
+
+
+def test_images_of_many_results_stay_within_the_request_size_limit() -> None:
+    """break11 (second review, finding 6): the images of many MCP results added up past the API's 32 MB
+    request limit (413 on every request). A request keeps the newest images up to 20 MB of base64 and
+    sends notes for older ones; the stored messages are unchanged; the emulator refuses a body over 32 MB."""
+    import json
+    import os
+
+    from agentd.testing.emulator.content import MAX_BODY_BYTES
+
+    def chunk(t: bytes, d: bytes) -> bytes:
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+
+    ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 6, 0, 0, 0))
+    data = base64.b64encode(
+        b"\x89PNG\r\n\x1a\n" + ihdr + chunk(b"IDAT", os.urandom(700_000)) + chunk(b"IEND", b"")
+    ).decode()
+    msgs: list[dict[str, Any]] = []
+    for k in range(40):  # 40 results of ~0.93 MB of base64 each: ~37 MB
+        msgs.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "x", "input": {}}]}
+        )
+        result = {"type": "tool_result", "tool_use_id": f"t{k}", "content": [block("image/png", data)]}
+        msgs.append({"role": "user", "content": [result]})
+    assert len(json.dumps(msgs)) > MAX_BODY_BYTES
+    sent = images.request_safe(msgs)
+    assert len(json.dumps(sent)) < MAX_BODY_BYTES
+    kept = [m for m in sent if m["role"] == "user" and m["content"][0]["content"][0]["type"] == "image"]
+    assert 15 <= len(kept) <= 21 and sent[-1]["content"][0]["content"][0]["type"] == "image"
+    assert "32 MB" in sent[1]["content"][0]["content"][0]["text"]
+    assert msgs[1]["content"][0]["content"][0]["type"] == "image"  # the log is not changed
