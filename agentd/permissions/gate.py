@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -355,7 +356,9 @@ class Gate:
 
     def _forced_ask(self, tool_name: str, preview: Preview, subject: Subject) -> str | None:
         """Asks that no rule, mode, grant or hook answers (issue 12 §1, §3): a write to a protected path
-        (and a read of agentd's data dir or a credential store), or a command that leaves the sandbox.
+        (and a read of agentd's data dir or a credential store), a command run outside the sandbox that
+        names a protected path in any word (`git diff --output=.git/hooks/x`), or a command that leaves
+        the sandbox.
         Returns the label (`protected:git_internals`, `unsandboxed`) or None."""
         if self.protected is not None:
             for item in subject.items:
@@ -365,6 +368,16 @@ class Gate:
                 writes = item.tool in ("write_file", "edit_file")
                 if cls is not None and (writes or cls in READ_PROTECTED):
                     return f"protected:{cls}"
+        if (
+            self.protected is not None
+            and tool_name == "run_command"
+            and preview.command
+            and not preview.sandboxed
+        ):
+            cwd = preview.cwd or (str(self.roots[0]) if self.roots else os.getcwd())
+            cls = self.protected.named_in(preview.command, cwd)  # a program's own writes (break12 P1)
+            if cls is not None:
+                return f"protected:{cls}"
         if preview.escalation == "outside the sandbox":
             return "unsandboxed"
         return None

@@ -15,12 +15,15 @@ read of `agentd_data` and `credentials`) in these classes whatever the mode or r
 (`agentd.sandbox.guard`) takes both lists from here: it hides `agentd_config` (user dir), `agentd_data`
 and `credentials`, and makes every other protected path inside the workspace unwritable, also one that
 does not exist yet.
+`named_in()`: the protected path a command line names in any word (the gate asks for such a command when
+it runs outside the sandbox, break12 P1).
 Imports only the standard library; never pygls, lsprotocol, acp or agentd.adapters.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +113,8 @@ CREDENTIAL_FILES = (
     ".claude.json",
 )
 
+_TOKENS = re.compile(r"[\s'\"=:;,|&<>()`]+")  # a command line's words, values after `=`, PATH-like lists
+_HOME_VAR = re.compile(r"^(\$HOME|\$\{HOME\}|~)(?=/|$)")
 READ_PROTECTED: frozenset[str] = frozenset({"agentd_data", "credentials"})
 
 
@@ -182,6 +187,23 @@ class ProtectedPaths:
             return "shell_startup"
         if any(_under(real, c) for c in self.credential_paths()):
             return "credentials"
+        return None
+
+    def named_in(self, command: str, cwd: Path | str) -> PathClass | None:
+        """The class of the first protected path a command line names, or None (break12 P1). Every word
+        counts, also a value after `=` (`--output=.git/hooks/x`) or attached to a short option
+        (`-o.git/x`); `~`, `$HOME` and `${HOME}` are the home folder; a relative word is taken from
+        `cwd`. Only words that look like paths (a `/`, or a leading `.` or `~`) are resolved."""
+        seen: set[str] = set()
+        for token in _TOKENS.split(command):
+            for word in (token, token[2:] if token.startswith("-") and not token.startswith("--") else ""):
+                word = _HOME_VAR.sub(lambda _m: str(self.home), word)
+                if not word or word in seen or not ("/" in word or word[0] in ".~"):
+                    continue
+                seen.add(word)
+                cls = self.classify(os.path.join(str(cwd), os.path.expanduser(word)))
+                if cls is not None:
+                    return cls
         return None
 
     def hidden(self) -> list[Path]:

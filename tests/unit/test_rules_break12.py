@@ -414,3 +414,46 @@ def test_break12_r5_commands_in_forms_agentd_does_not_read_are_unknowable(comman
 def test_break12_r5_plain_uses_stay_known(command: str) -> None:
     """break12 R5, the control: the same programs without such an option start nothing."""
     assert verdict(command, DENY_RM)[1] == ["default:run_command=ask"], command
+
+
+# P1: with the sandbox off, a program's own writes (its options) to a protected path ask
+def gate_decision(command: str, tmp: Path, *rules: Rule, sandboxed: bool = False) -> Decision:
+    from agentd.permissions.protected import ProtectedPaths
+
+    home, ws = tmp / "home", tmp / "home" / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    protected = ProtectedPaths.of(home, home / ".config" / "agentd", tmp / "data")
+    gate = Gate(rules, None, "auto", None, None, 120, ManualClock(), line_writer=lambda _l: None, roots=[ws],
+                protected=protected)  # fmt: skip
+    command = command.replace("HOMEDIR", str(home))
+    preview = Preview(summary=f"Run `{command}`", command=command, cwd=str(ws), sandboxed=sandboxed)
+    return asyncio.run(gate.decide("run_command", {"command": command}, preview, "t1"))
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git diff --output=$HOME/.bashrc", "git log -p --output=.git/hooks/pre-commit", "git diff --output ~/.profile",
+     "git diff -o.vscode/tasks.json", "git diff --output=HOMEDIR/.ssh/config", "git diff --output=${HOME}/.zshrc",
+     "git diff --output=../ws/.agentd/x"],
+)  # fmt: skip
+def test_break12_p1_a_protected_path_in_any_word_asks_without_the_sandbox(
+    command: str, tmp_path: Path
+) -> None:
+    """break12 P1: allowed by `run_command(git diff *)` / `git log *`, with the sandbox off these wrote
+    ~/.bashrc and a git hook; now any word naming a protected path asks (a person decides: here nobody
+    answers), whatever rules or mode say."""
+    allow = [
+        Rule(tool="run_command(git diff *)", action="allow"),
+        Rule(tool="run_command(git log *)", action="allow"),
+    ]
+    d = gate_decision(command, tmp_path, *allow)
+    assert not d.allowed and (d.rule or "").startswith("protected:"), (command, d)
+
+
+def test_break12_p1_ordinary_commands_and_the_sandbox(tmp_path: Path) -> None:
+    """break12 P1, the control: a command naming no protected path is allowed by its rule; with the sandbox
+    active the sandbox protects those paths, so the rule decides."""
+    allow = Rule(tool="run_command(git diff *)", action="allow")
+    assert gate_decision("git diff --output=out.patch src/a.py", tmp_path, allow).allowed
+    assert gate_decision("git diff --stat ./src", tmp_path, allow).allowed
+    assert gate_decision("git diff --output=.git/hooks/x", tmp_path, allow, sandboxed=True).allowed
