@@ -174,7 +174,8 @@ def _build(
     hooks.add_before_model("todo_reminder", todos.before_model)
     root = Path(os.path.realpath(cwd))
     context = Context(prompt_caching=settings.prompt_caching, ttl=settings.cache.ttl, now=clock.now)
-    hooks.add_after_tool("nested_instructions", NestedInstructions(root, context.view).after_tool)
+    nested = NestedInstructions(root, context.view)
+    hooks.add_after_tool("nested_instructions", nested.after_tool, prepare=nested.prepare)
     registry = ToolRegistry([TodoWrite(), *default_tools(), *(mcp.tools() if mcp is not None else [])])
     rules = [Rule(tool=r.tool, action=r.action, network=r.network) for r in settings.permissions.rules]
     root = Path(os.path.realpath(cwd))

@@ -8,7 +8,10 @@ Hook points:
   `allow=True` may only waive an "ask" (never overrides steps 1-4; the gate enforces that).
 - `after_tool(tool_name, output) -> str | None` and `on_turn_end(stop_reason) -> str | None`: observers;
   a returned text is logged as what the hook did. An `after_tool` hook may append to `output.content`
-  before the result is stored (the nested-instructions notes of `core/instructions.py` do).
+  before the result is stored (the nested-instructions notes of `core/instructions.py` do). Such a hook
+  may come with an async `prepare(tool_name, output)`, awaited first (`prepare_after_tool`), that does its
+  slow work (files, a subprocess) in a worker thread, so the synchronous hook never blocks the event loop
+  (break11: listing the workspace's AGENTS.md files took 15.8 s of the loop on a 100k-file tree).
 
 Every invocation that does something writes one line `[Hook] <hook point> <name>: <detail>` through the
 line writer (default: the `agentd` logger). A hook that raises is logged; a raising `before_tool` hook blocks
@@ -18,9 +21,10 @@ never pygls, lsprotocol, acp or agentd.adapters.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +63,7 @@ class Hooks:
         self._before_model: list[tuple[str, BeforeModel]] = []
         self._before_tool: list[tuple[str, BeforeTool]] = []
         self._after_tool: list[tuple[str, AfterTool]] = []
+        self._prepare: list[tuple[str, Callable[[str, Any], Awaitable[None]]]] = []
         self._on_turn_end: list[tuple[str, OnTurnEnd]] = []
 
     def add_before_model(self, name: str, fn: BeforeModel) -> None:
@@ -67,8 +72,22 @@ class Hooks:
     def add_before_tool(self, name: str, fn: BeforeTool) -> None:
         self._before_tool.append((name, fn))
 
-    def add_after_tool(self, name: str, fn: AfterTool) -> None:
+    def add_after_tool(
+        self, name: str, fn: AfterTool, prepare: Callable[[str, Any], Awaitable[None]] | None = None
+    ) -> None:
         self._after_tool.append((name, fn))
+        if prepare is not None:
+            self._prepare.append((name, prepare))
+
+    async def prepare_after_tool(self, tool_name: str, output: Any) -> None:
+        """Await every `after_tool` hook's `prepare` (module docstring); one that raises is logged."""
+        for name, prep in self._prepare:
+            try:
+                await prep(tool_name, output)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self._line("after_tool", name, f"prepare failed: {exc!r}")
 
     def add_on_turn_end(self, name: str, fn: OnTurnEnd) -> None:
         self._on_turn_end.append((name, fn))

@@ -27,6 +27,7 @@ How it works, so the system prompt stays byte-stable (CONTRACTS.md §4, §6):
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -219,6 +220,18 @@ class NestedInstructions:
     _cache: dict[Path, tuple[str, bytes, int] | None] = field(default_factory=dict)
     _visible: set[str] | None = None  # the instruction files a search of the root sees
     _walked_at: float | None = None  # when they were listed (None: not yet)
+
+    async def prepare(self, tool_name: str, output: Any) -> None:
+        """Read (and list, `_searchable`) the instruction files `output.locations` may need, in a worker
+        thread, so `after_tool` finds them cached and never blocks the event loop (break11)."""
+        folders = self._folders(output.locations or [])
+        if folders:
+            await asyncio.to_thread(self._load, folders)
+
+    def _load(self, folders: list[Path]) -> None:
+        for folder in folders:
+            for step in folders_between(self.root, folder)[1:]:
+                self._file(step)
 
     def after_tool(self, tool_name: str, output: Any) -> str | None:
         """Append the notes for the folders `output.locations` touch; return what was loaded (logged)."""

@@ -162,6 +162,7 @@ class Toolbox:
             log.exception("tool %s failed", call.name)
             out = ToolOutput(content=f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
         failpoints.hit("loop.after_tool_exec", f"{self.session_id}/{call.id}")
+        await self.hooks.prepare_after_tool(call.name, out)
         self.hooks.after_tool(call.name, out)
         return out
 

@@ -66,3 +66,37 @@ def test_without_ripgrep_nested_files_are_not_read(tmp_path: Path, monkeypatch: 
     put(ws / "a" / "AGENTS.md", "a rules\n")
     history: list[dict[str, Any]] = []
     assert _touch(NestedInstructions(ws, lambda: history), ws / "a" / "x.py") is None
+
+
+async def test_the_listing_runs_in_a_worker_thread_not_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """break11 (second review, finding 7): listing the workspace's AGENTS.md files (a synchronous
+    `rg --files`, 15.8 s on a 100k-file tree) ran in the synchronous after_tool hook on the event loop. The
+    hook's `prepare`, awaited first by the Hooks, lists and reads in a worker thread; `after_tool` then
+    only uses what it found."""
+    import threading
+    from types import SimpleNamespace
+
+    from agentd.core import instructions
+    from agentd.core.hooks import Hooks
+
+    ws = tmp_path / "ws"
+    put(ws / "a" / "AGENTS.md", "a rules\n")
+    put(ws / "a" / "x.py", "x\n")
+    threads: list[str] = []
+    real = instructions.visible_files
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(instructions, "visible_files", spy)
+    nested = NestedInstructions(ws, list)
+    hooks = Hooks(line_writer=lambda *a: None)
+    hooks.add_after_tool("nested", nested.after_tool, prepare=nested.prepare)
+    out = SimpleNamespace(content="ok", locations=[{"path": str(ws / "a" / "x.py")}])
+    await hooks.prepare_after_tool("read_file", out)
+    hooks.after_tool("read_file", out)
+    assert "a rules" in out.content
+    assert threads and threading.main_thread().name not in threads
