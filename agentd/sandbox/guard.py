@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -351,6 +352,9 @@ class Guard:
             elif os.path.lexists(spot):
                 fixed.append(spot)
         found = [p for p in self._survey.found if not _skipped(p, self._skip)]
+        self.stand_ins = tuple(
+            str(s.relative_to(next(r for r in self._roots if r in s.parents))) for s in self._held
+        )
         binds = list(dict.fromkeys([*fixed, *self._held, *found]))
         if len(binds) > MAX_BINDS:  # never run with some protected paths writable: refuse (break12 S1)
             self.finish(ran=False)
@@ -412,6 +416,19 @@ class Guard:
             f" agentd moved it to {dest}. To write it, run the command outside the sandbox (unsandboxed:"
             f" true; the user is asked).]"
         )
+
+
+def stand_in_note(output: str, stand_ins: Iterable[str]) -> str | None:
+    """The line for a result whose output names a stand-in (`?? .exrc` from git status, `ls -a`): they were
+    agentd's, not the user's (break12 S4); None when the output names none."""
+    named = [s for s in stand_ins if re.search(rf"(?<![\w./-]){re.escape(s)}(?![\w.-])", output)]
+    if not named:
+        return None
+    return (
+        f"[sandbox: {', '.join(named)} in this output {'was an' if len(named) == 1 else 'were'} empty read-only"
+        " stand-in(s) agentd put in place of absent protected paths for the command and removed after it;"
+        " not the user's files]"
+    )
 
 
 def readonly_hint(required: bool) -> str:

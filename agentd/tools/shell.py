@@ -28,6 +28,7 @@ from pydantic import Field
 
 from agentd.sandbox import Launch, Launcher, SandboxPolicy, SandboxRefused, detect
 from agentd.sandbox.env import child_env
+from agentd.sandbox.guard import stand_in_note
 from agentd.tools.base import Preview, StrictInput, Tool, ToolContext, ToolOutput
 
 KILL_GRACE_S = 0.5
@@ -401,6 +402,8 @@ def _noted(out: ToolOutput, launch: Launch, launcher: Launcher, notes: list[str]
     protected and how to ask to write it (docs/security.md, "Protected paths in the sandbox")."""
     if not notes and launch.sandboxed and "Read-only file system" in out.content:
         notes = [launcher.readonly_hint()]
+    shown = stand_in_note(out.content, launch.guard.stand_ins) if launch.guard is not None else None
+    notes = [*notes, shown] if shown else notes
     if notes:
         out.content += "\n" + "\n".join(notes)
         out.is_error = out.is_error or (launch.guard is not None and launch.guard.moved > 0)

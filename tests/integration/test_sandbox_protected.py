@@ -204,3 +204,18 @@ async def test_git_commit_says_how_to_ask(bwrap_ok: SandboxStatus, box: Box) -> 
     gate = Gate(mode="auto", roots=[box.ws], protected=box.protected(), line_writer=lambda _l: None)
     decision = await gate.decide("run_command", args, await tool.preview(args, ctx), "toolu_2")
     assert (decision.rule, decision.detail) == ("unsandboxed", "no terminal to ask"), decision
+
+
+async def test_stand_ins_named_in_the_output_are_said_to_be_agentds(
+    bwrap_ok: SandboxStatus, box: Box
+) -> None:
+    """break12 (S4): `git status --short` in the sandbox listed `?? .exrc ?? .nvim.lua ?? .nvimrc`, files
+    the user does not have, which misled the model. They stay (an absent name is what a hostile command
+    would create), and the result now says they were agentd's stand-ins, removed after the command."""
+    out = await auto_run("git status --short --untracked-files=all . 2>&1; ls -a", box.ctx(), box)
+    assert (
+        ".exrc" in out.content and "stand-in(s) agentd put in place of absent protected paths" in out.content
+    )
+    assert ".exrc" not in os.listdir(box.ws)
+    plain = await auto_run("echo hello", box.ctx(), box)
+    assert "stand-in" not in plain.content
