@@ -180,7 +180,8 @@ async def test_an_ordinary_build_still_works_and_leaves_no_stand_in(
         box.ctx(),
         box,
     )
-    assert out.content.endswith("[exit code 0]") and not out.is_error, out.content
+    assert out.content.splitlines()[-1].startswith("[sandbox: .") and not out.is_error, out.content
+    assert "[exit code 0]" in out.content.splitlines()[-2]  # then the stand-ins named (S4)
     assert "?? dist/" in out.content and "?? src/" in out.content
     made = set(listing(box.ws)) - set(before)
     assert made == {"src", "src/app.js", "node_modules", "node_modules/pkg", "dist", "dist/out.js"}
