@@ -289,7 +289,11 @@ class NestedInstructions:
         """Whether `grep`/`glob` would see this instruction file: one ignored by `.gitignore`/`.ignore`, or
         in a hidden folder (node_modules/, vendor/, .venv/ ...), is never delivered (break11). The rule is
         the search tools' own (`agentd.tools.walk.visible_files`), listed once per session and again
-        only for a file written after that listing."""
+        only for a file written after that listing. A link (`AGENTS.md -> CLAUDE.md`, which ripgrep does not
+        list) counts as its target when that is a file of the same folder that the listing holds (break11)."""
+        real = Path(os.path.realpath(path))
+        if real != path.absolute() and real.parent == Path(os.path.realpath(path.parent)):
+            rel = os.path.relpath(real, os.path.realpath(self.root))
         if self._walked_at is not None and rel not in (self._visible or ()):
             with contextlib.suppress(OSError):
                 if self._visible is not None and os.stat(path).st_mtime >= self._walked_at:

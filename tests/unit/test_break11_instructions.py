@@ -100,3 +100,20 @@ async def test_the_listing_runs_in_a_worker_thread_not_on_the_loop(
     hooks.after_tool("read_file", out)
     assert "a rules" in out.content
     assert threads and threading.main_thread().name not in threads
+
+
+def test_a_nested_agents_md_link_to_claude_md_is_delivered(tmp_path: Path) -> None:
+    """break11 (second review, finding 8): a nested `AGENTS.md -> CLAUDE.md` link delivered nothing
+    (ripgrep lists no links, and CLAUDE.md was skipped since AGENTS.md exists). A link to a visible file of
+    the same folder counts as that file; one into an ignored folder still does not."""
+    ws = tmp_path / "ws"
+    put(ws / ".gitignore", "node_modules/\n")
+    put(ws / "a" / "CLAUDE.md", "claude rules\n")
+    put(ws / "a" / "x.py", "x\n")
+    (ws / "a" / "AGENTS.md").symlink_to("CLAUDE.md")
+    put(ws / "node_modules" / "m" / "CLAUDE.md", "m rules\n")
+    put(ws / "node_modules" / "m" / "x.js", "x\n")
+    (ws / "node_modules" / "m" / "AGENTS.md").symlink_to("CLAUDE.md")
+    nested = NestedInstructions(ws, list)
+    assert _touch(nested, ws / "a" / "x.py") == "loaded a/AGENTS.md"
+    assert _touch(nested, ws / "node_modules" / "m" / "x.js") is None
