@@ -148,8 +148,9 @@ def map_result(result: Any, max_bytes: int) -> ToolOutput:
                 f"[audio {_shown(item.mime_type)}, {size} bytes: not shown (the model takes no audio)]"
             )
         elif kind == "resource_link":
-            desc = f" - {item.description}" if getattr(item, "description", None) else ""
-            texts.append(f"[resource: {item.name} {item.uri}{desc}]")
+            desc = getattr(item, "description", None)  # one line, escaped: it cannot forge lines (break11)
+            shown = f" - {visible(str(desc), one_line=True)}" if desc else ""
+            texts.append(f"[resource: {visible(str(item.name), one_line=True)} {item.uri}{shown}]")
         elif kind == "resource":
             _add_resource(item.resource, images, texts)
         else:

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from agentd.text import visible
 from agentd.tools import ripgrep
@@ -84,7 +84,17 @@ class _SearchTool(Tool):
 # --- grep ------------------------------------------------------------------------------------------------
 
 
+def _no_nul(value: str | None) -> str | None:
+    """A NUL cannot reach ripgrep (an argument or path cannot hold one): a clear invalid-arguments error
+    instead of a traceback (break11)."""
+    if value is not None and "\x00" in value:
+        raise ValueError("must not contain a NUL character (\\0); remove it")
+    return value
+
+
 class GrepInput(StrictInput):
+    _nul = field_validator("pattern", "path", "glob")(_no_nul)
+
     pattern: str = Field(
         min_length=1, description="Regular expression to search for (ripgrep's Rust regex syntax)."
     )
@@ -276,6 +286,8 @@ async def _covered(walk: Walk, cwd_fd: int | None) -> set[bytes]:
 
 
 class GlobInput(StrictInput):
+    _nul = field_validator("pattern", "path")(_no_nul)
+
     pattern: str = Field(
         min_length=1, description='Glob to match file paths against, relative to path (e.g. "**/*.py").'
     )
