@@ -7,7 +7,8 @@ bubblewrap launch is guarded three ways:
 - before: a walk of every writable folder (breadth first, within `WALK_BUDGET_S`) finds every existing
   entry named in `ANYWHERE` at any depth; each is bound read-only, as are the existing `fixed_inside`
   paths (first); more than `MAX_BINDS` in all: the launch is refused (`TooManyProtected`), never run with
-  some writable; a folder that cannot be listed (a path beyond PATH_MAX) makes the walk incomplete;
+  some writable; a folder beyond PATH_MAX is listed through folder descriptors, one that cannot be
+  listed at all makes the walk incomplete (named in the result);
 - an absent `fixed_inside` path (`.git` at the top of a workspace that has none, `.vscode`, a missing
   `~/.bashrc` when the workspace holds the home folder) gets an empty stand-in, created here on the host
   (a folder, or an empty file; at the first missing component of its path) and bound read-only, so the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import re
@@ -38,12 +40,14 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from agentd.permissions.protected import ANYWHERE, CLASS_TEXT, Kind
 from agentd.sandbox.policy import SandboxPolicy
 
 WALK_BUDGET_S = 2.0  # per walk; a workspace of ~100k folders takes about 1.5 s on a loaded 2-core machine
 MAX_BINDS = 512  # bwrap refuses more than 9000 arguments, and each bind costs start-up time
+LONG_PATH = 4000  # bytes: a path this long or longer is reached through folder descriptors (PATH_MAX 4096)
 NOTE_PATHS = 5  # paths named in a note or refusal; the rest are counted (a result stays small: break12 S3)
 
 Key = tuple[int, int]  # (st_dev, st_ino)
@@ -91,21 +95,69 @@ def survey(roots: Iterable[Path], skip: tuple[Path, ...], budget_s: float = WALK
             break
         folder, dev, folder_key = queue.popleft()
         try:
-            entries = list(os.scandir(folder))
-        except OSError:  # unreadable, or a path longer than PATH_MAX: what is below is not known (S2)
+            entries = _scan(folder)
+        except OSError:  # unreadable: what is below is not known (S2)
             out.complete = False
             out.unread += 1
             continue
         out.visited.add(folder_key)
         for e in entries:
-            key = (dev, e.inode())
+            key = (dev, e.inode)
             if e.name in ANYWHERE:
                 out.found.append(Path(e.path))
                 out.found_keys.add(key)
-            elif _is_dir(e) and key not in out.seen and not _inside(e.path, skipped):
+            elif e.is_dir and key not in out.seen and not _inside(e.path, skipped):
                 out.seen.add(key)
                 queue.append((e.path, dev, key))
     return out
+
+
+class _Entry(NamedTuple):
+    """One directory entry as the walks need it; `empty` is judged only for protected names."""
+
+    name: str
+    path: str
+    inode: int
+    is_dir: bool
+    empty: bool
+
+
+def _scan(folder: str) -> list[_Entry]:
+    """The entries of `folder`; one whose path is longer than PATH_MAX (ENAMETOOLONG) is reached one
+    component at a time through folder descriptors (break12 S2). Raises OSError when it cannot be read."""
+    try:
+        with os.scandir(folder) as it:
+            return [_entry(e, e.path, None) for e in it]
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+    fd = open_long(folder)
+    try:
+        with os.scandir(fd) as it:
+            return [_entry(e, f"{folder}{os.sep}{e.name}", fd) for e in it]
+    finally:
+        os.close(fd)
+
+
+def _entry(e: os.DirEntry[str], path: str, dir_fd: int | None) -> _Entry:
+    is_dir = _is_dir(e)
+    empty = _empty(e, dir_fd) if e.name in ANYWHERE else False
+    return _Entry(e.name, path, e.inode(), is_dir, empty)
+
+
+def open_long(path: str) -> int:
+    """A descriptor of the folder `path` (absolute), opened one component at a time so that a path longer
+    than PATH_MAX can be reached; symlinks are not followed. Raises OSError."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(os.sep, flags)
+    try:
+        for part in (p for p in path.split(os.sep) if p):
+            fd, old = os.open(part, flags, dir_fd=fd), fd
+            os.close(old)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -115,12 +167,19 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _empty(entry: os.DirEntry[str]) -> bool:
+def _empty(entry: os.DirEntry[str], dir_fd: int | None = None) -> bool:
     """An empty folder or empty regular file (not a link): harmless, and what another agentd's stand-in
-    looks like, so it is left alone."""
+    looks like, so it is left alone. `dir_fd`: the folder's descriptor when `entry` came from one."""
     try:
         st = entry.stat(follow_symlinks=False)
         if stat.S_ISDIR(st.st_mode):
+            if dir_fd is not None:
+                fd = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                try:
+                    with os.scandir(fd) as inside:
+                        return next(inside, None) is None
+                finally:
+                    os.close(fd)
             with os.scandir(entry.path) as inside:
                 return next(inside, None) is None
         return stat.S_ISREG(st.st_mode) and st.st_size == 0
@@ -149,16 +208,16 @@ def created(
             return found, False
         folder, dev, new = queue.popleft()
         try:
-            entries = list(os.scandir(folder))
+            entries = _scan(folder)
         except OSError:  # as in survey(): not known, so the walk is not complete (break12 S2)
             whole = False
             continue
         for e in entries:
-            key = (dev, e.inode())
+            key = (dev, e.inode)
             if e.name in ANYWHERE:
-                if key not in before.found_keys and not _empty(e):
+                if key not in before.found_keys and not e.empty:
                     found.append(Path(e.path))
-            elif _is_dir(e) and not _inside(e.path, skipped):
+            elif e.is_dir and not _inside(e.path, skipped):
                 if new or key not in before.seen:
                     queue.append((e.path, dev, True))
                 elif key in before.visited:
@@ -402,12 +461,14 @@ class Guard:
         top = self._base.quarantine or Path(tempfile.gettempdir()) / f"agentd-quarantine-{os.getuid()}"
         stamp = top / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(3)}"
         dest = stamp / rel
+        if len(os.fsencode(str(dest))) >= LONG_PATH:  # beyond PATH_MAX: kept under its own name (S2)
+            dest = stamp / f"long-path-{secrets.token_hex(3)}" / path.name
         try:
             top.mkdir(mode=0o700, parents=True, exist_ok=True)
             stamp.mkdir(mode=0o700)  # 0700 like every folder of the data dir (docs/sessions.md)
             os.chmod(stamp, 0o700)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(path), str(dest))
+            _move(path, dest)
         except OSError as exc:
             return f"[sandbox: the command created {rel}, {CLASS_TEXT[cls]}; agentd could not move it away: {exc}]"
         self.moved += 1
@@ -416,6 +477,19 @@ class Guard:
             f" agentd moved it to {dest}. To write it, run the command outside the sandbox (unsandboxed:"
             f" true; the user is asked).]"
         )
+
+
+def _move(path: Path, dest: Path) -> None:
+    """Move `path` to `dest` (short); a `path` beyond PATH_MAX is renamed through its folder's descriptor
+    (renameat), which works within one file system. Raises OSError."""
+    if len(os.fsencode(str(path))) < LONG_PATH:
+        shutil.move(str(path), str(dest))
+        return
+    fd = open_long(str(path.parent))
+    try:
+        os.rename(path.name, dest, src_dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def stand_in_note(output: str, stand_ins: Iterable[str]) -> str | None:

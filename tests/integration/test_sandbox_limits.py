@@ -100,3 +100,22 @@ async def test_many_protected_paths_with_long_paths_still_run(bwrap_ok: SandboxS
     out = await auto_run(f"echo ran; touch {idea}/x 2>&1 | grep -c Read-only", box.ctx(), box)
     assert out.content.splitlines()[:2] == ["ran", "1"], out.content[:2000]
     assert not any(n.startswith("agentd-bwrap-") for n in os.listdir("/tmp"))
+
+
+async def test_a_protected_path_beyond_path_max_stays_read_only(bwrap_ok: SandboxStatus, box: Box) -> None:
+    """break12 (S2): a `.git` at a path longer than PATH_MAX was never seen by the walk (ENAMETOOLONG), so
+    its hooks stayed writable. It is now found and kept read-only (the deepest folder above it that a
+    mount can name is bound read-only), and commands elsewhere still run."""
+    fd = _deep(box.ws, 4300)
+    try:
+        os.makedirs(f"/proc/self/fd/{fd}/.git/hooks")
+    finally:
+        os.close(fd)
+    out = await auto_run("echo ran", box.ctx(), box)
+    assert out.content.startswith("ran"), out.content[:3000]
+    deep = await auto_run(
+        "while cd dddd* 2>/dev/null; do :; done; echo evil > .git/hooks/pre-commit; ls .git/hooks",
+        box.ctx(),
+        box,
+    )
+    assert "Read-only file system" in deep.content, deep.content[-3000:]

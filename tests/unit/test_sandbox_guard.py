@@ -156,29 +156,42 @@ def test_a_tree_beyond_the_budget_is_named_and_one_beyond_the_bind_cap_refused(
     assert sorted(os.listdir(ws)) == [".git", "a", "b", "c"]
 
 
-def test_a_folder_beyond_path_max_makes_the_walk_incomplete(tmp_path: Path) -> None:
-    """break12 (S2): a folder whose listing fails (a path longer than PATH_MAX: ENAMETOOLONG, or
-    unreadable) was skipped and the walk still counted as complete, so a deep `.git/hooks/pre-commit`
-    at a 4244-byte path stayed without a word. The result now says the walk was not whole."""
+def _deep(ws: Path, levels: int = 24) -> int:
+    """A chain of 200-byte folder names below `ws` (24 levels: beyond PATH_MAX, 4096), made one folder at a
+    time; the open descriptor of the last."""
+    fd = os.open(ws, os.O_RDONLY)
+    for _ in range(levels):
+        os.mkdir("d" * 200, dir_fd=fd)
+        fd, old = os.open("d" * 200, os.O_RDONLY, dir_fd=fd), fd
+        os.close(old)
+    return fd
+
+
+def test_paths_beyond_path_max_are_guarded(tmp_path: Path) -> None:
+    """break12 (S2): os.scandir failed with ENAMETOOLONG on a folder deeper than PATH_MAX, the walk
+    skipped it and still counted as complete, so a `.git/hooks/pre-commit` at a 4244-byte path stayed
+    without a word. The walks reach such folders through folder descriptors: an existing deep `.git` is
+    bound read-only, one the command made is moved to the quarantine (renameat) and named."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    fd = os.open(ws, os.O_RDONLY)
-    try:
-        for _ in range(24):  # 24 x 201 bytes: beyond PATH_MAX (4096), made one folder at a time
-            os.mkdir("d" * 200, dir_fd=fd)
-            fd, old = os.open("d" * 200, os.O_RDONLY, dir_fd=fd), fd
-            os.close(old)
-        os.mkdir(".git", dir_fd=fd)
-    finally:
-        os.close(fd)
+    fd = _deep(ws)
     p = ProtectedPaths.of(tmp_path / "home", tmp_path / "cfg", tmp_path / "data")
     try:
-        notes = Guard(build_policy([ws], p)).finish()
+        os.mkdir(".vscode", dir_fd=fd)
+        guard = Guard(build_policy([ws], p))
+        assert [r for r in guard.policy().readonly if r.name == ".vscode" and len(str(r)) > 4096]
+        os.makedirs(f"/proc/self/fd/{fd}/.git/hooks")
+        with open(f"/proc/self/fd/{fd}/.git/hooks/pre-commit", "w") as f:
+            f.write("evil\n")
+        notes = guard.finish()
+        assert not os.path.exists(f"/proc/self/fd/{fd}/.git"), notes
+        assert [n for n in notes if "the command created " in n and "agentd moved it to" in n], notes
+        assert not [n for n in notes if "could not be searched whole" in n], notes
+        moved = list((tmp_path / "data" / "quarantine").rglob("pre-commit"))
+        assert [m.read_text() for m in moved] == ["evil\n"]
     finally:
+        os.close(fd)
         shutil.rmtree(ws / ("d" * 200))  # by folder fds: pytest's own clean-up walks by path
-    assert [n for n in notes if "could not be searched whole" in n and "1 folders could not be read" in n], (
-        notes
-    )
 
 
 def test_empty_protected_entries_are_left_and_a_launch_that_never_ran_is_not_judged(tmp_path: Path) -> None:
