@@ -119,3 +119,35 @@ async def test_a_protected_path_beyond_path_max_stays_read_only(bwrap_ok: Sandbo
         box,
     )
     assert "Read-only file system" in deep.content, deep.content[-3000:]
+
+
+async def test_home_as_workspace_beyond_the_bind_cap_is_refused_not_half_guarded(
+    bwrap_ok: SandboxStatus, box: Box
+) -> None:
+    """break12 (S1): workspace = the home folder with `.bashrc` and 520 folders `pN/.git`: the bind list was
+    cut after the walk's finds, so the fixed-place start-up files were the ones dropped and `cp evil
+    .bashrc` succeeded. Now the command is refused with a clear error and `.bashrc` is unchanged."""
+    from agentd.sandbox import Launcher, build_policy, detect
+    from agentd.tools.base import ToolContext
+
+    for i in range(520):
+        (box.home / f"p{i}" / ".git").mkdir(parents=True)
+    policy = build_policy([box.home], box.protected(), readable=box.readable)
+    ctx = ToolContext(
+        root=box.home,
+        env={"PATH": os.environ["PATH"], "HOME": str(box.home)},
+        run_timeout_s=20,
+        launcher=Launcher("required", detect(), policy),
+    )
+    (box.home / "evil").write_text("evil\n")
+    out = await auto_run("cp evil .bashrc; echo done", ctx, box)
+    assert (box.home / ".bashrc").read_text() == "# rc\n", out.content
+    assert out.is_error and "run_command is refused: the workspace holds" in out.content, out.content
+    assert "more than the 512 the sandbox can keep read-only" in out.content
+    assert sorted(n for n in os.listdir(box.home) if not n.startswith("p")) == [
+        ".bashrc",
+        ".config",
+        ".netrc",
+        ".ssh",
+        "evil",
+    ]
