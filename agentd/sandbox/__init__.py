@@ -3,7 +3,7 @@
 Modules: `policy` (what a sandboxed process may touch), `bwrap` (Linux backend), `seatbelt` (macOS
 backend), `status` (does it work here; the list of guarantees `agentd doctor` prints), `launcher` (how a
 process is started: sandboxed or under the helper), `visible` (what a started program must still see
-under a private folder: its own installation), `reaper` (the process-lifetime helper, run as a file),
+under a private folder: its own installation), `guard` and `standins` (protected paths inside the workspace), `reaper` (the process-lifetime helper, run as a file),
 `process` (agentd's own process hardening), `env` (the child environment). Imports only the standard
 library and `agentd.permissions.protected`; never pygls, lsprotocol, acp or agentd.adapters.
 """

@@ -19,7 +19,8 @@ bubblewrap launch is guarded three ways:
   moved out of the workspace into the quarantine folder and named in the command's result. Every process
   of the command is dead by then (the pid namespace), so nothing races the move from inside.
 Entries are told apart by (device, inode), so a folder the command renamed is not mistaken for a new one.
-Imports only the standard library, `agentd.permissions.protected` and `agentd.sandbox.policy`.
+Imports only the standard library, `agentd.permissions.protected`, `agentd.sandbox.policy` and
+`agentd.sandbox.standins` (the stand-ins on the host, recorded for a process killed with SIGKILL).
 """
 
 from __future__ import annotations
@@ -27,14 +28,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import json
 import os
 import re
 import secrets
 import shutil
 import stat
 import tempfile
-import threading
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -44,13 +43,12 @@ from typing import NamedTuple
 
 from agentd.permissions.protected import ANYWHERE, CLASS_TEXT, Kind
 from agentd.sandbox.policy import SandboxPolicy
+from agentd.sandbox.standins import STAND_INS, Key, records_dir
 
 WALK_BUDGET_S = 2.0  # per walk; a workspace of ~100k folders takes about 1.5 s on a loaded 2-core machine
 MAX_BINDS = 512  # bwrap refuses more than 9000 arguments, and each bind costs start-up time
 LONG_PATH = 4000  # bytes: a path this long or longer is reached through folder descriptors (PATH_MAX 4096)
 NOTE_PATHS = 5  # paths named in a note or refusal; the rest are counted (a result stays small: break12 S3)
-
-Key = tuple[int, int]  # (st_dev, st_ino)
 
 
 @dataclass
@@ -225,128 +223,6 @@ def created(
     return found, whole
 
 
-@dataclass
-class _Held:
-    count: int
-    key: Key
-
-
-class _StandIns:
-    """The empty stand-ins on the host, shared by concurrent launches of this process. Each one held is
-    recorded in `<records>/<pid>.json` (the data dir's `standins/`), so the ones a process killed with
-    SIGKILL leaves are removed by the next launch (`sweep`)."""
-
-    def __init__(self) -> None:
-        self._held: dict[Path, _Held] = {}
-        self._kinds: dict[Path, tuple[Kind, Path]] = {}  # what each is, and its record folder
-        self._lock = threading.Lock()
-
-    def hold(self, path: Path, kind: Kind, records: Path | None = None) -> Key | None:
-        """Create (or share) the stand-in at `path`; None when something else exists there now."""
-        with self._lock:
-            held = self._held.get(path)
-            if held is not None:
-                held.count += 1
-                return held.key
-            try:
-                if kind == "dir":
-                    os.mkdir(path, 0o755)
-                else:
-                    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
-                st = os.lstat(path)
-            except OSError:
-                return None
-            self._held[path] = _Held(1, (st.st_dev, st.st_ino))
-            if records is not None:
-                self._kinds[path] = (kind, records)
-                self._record(records)
-            return self._held[path].key
-
-    def _record(self, records: Path) -> None:
-        """Write this process's record in `records` (the stand-ins held now); removed when none is."""
-        mine = [
-            {"path": str(p), "kind": k, "key": list(self._held[p].key)}
-            for p, (k, r) in self._kinds.items()
-            if r == records and p in self._held
-        ]
-        target = records / f"{os.getpid()}.json"
-        with contextlib.suppress(OSError):
-            if not mine:
-                target.unlink(missing_ok=True)
-                return
-            records.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp = target.with_suffix(".tmp")
-            tmp.write_text(json.dumps(mine), encoding="utf-8")
-            os.replace(tmp, target)
-
-    def sweep(self, records: Path) -> int:
-        """Remove the stand-ins recorded by processes that are gone (killed with SIGKILL mid-command):
-        each only if it is still the recorded entry (device, inode), of the recorded kind and empty.
-        Returns how many were removed."""
-        removed = 0
-        with contextlib.suppress(OSError):
-            for rec in records.glob("*.json"):
-                if not rec.stem.isdigit() or _alive(int(rec.stem)):
-                    continue
-                with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                    for item in json.loads(rec.read_text(encoding="utf-8")):
-                        removed += _remove_empty(Path(item["path"]), item["kind"], tuple(item["key"]))
-                rec.unlink(missing_ok=True)
-        return removed
-
-    def release(self, path: Path) -> None:
-        """Drop one use; the last removes the stand-in if it is still ours and empty (else it is kept)."""
-        with self._lock:
-            held = self._held[path]
-            held.count -= 1
-            if held.count > 0:
-                return
-            del self._held[path]
-            _, records = self._kinds.pop(path, ("dir", None))
-            _remove_empty(path, None, held.key)
-            if records is not None:
-                self._record(records)
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` exists (this one counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _remove_empty(path: Path, kind: str | None, key: tuple[int, ...]) -> int:
-    """Remove `path` if it is still the entry `key` (device, inode), of `kind` (None: either) and empty;
-    1 when removed."""
-    try:
-        st = os.lstat(path)
-        if (st.st_dev, st.st_ino) != key:
-            return 0
-        if stat.S_ISDIR(st.st_mode) and kind in (None, "dir"):
-            os.rmdir(path)  # fails when not empty: kept
-            return 1
-        if stat.S_ISREG(st.st_mode) and st.st_size == 0 and kind in (None, "file"):
-            os.unlink(path)
-            return 1
-    except OSError:
-        pass
-    return 0
-
-
-STAND_INS = _StandIns()
-
-
-def _records(policy: SandboxPolicy) -> Path:
-    """Where the stand-ins held are recorded: `<data dir>/standins` (beside the quarantine folder)."""
-    if policy.quarantine is not None:
-        return policy.quarantine.parent / "standins"
-    return Path(tempfile.gettempdir()) / f"agentd-standins-{os.getuid()}"
-
-
 def _first_missing(path: Path, root: Path) -> Path:
     """The shallowest component of `path` (below `root`) that does not exist."""
     for p in [*reversed(path.parents), path]:
@@ -389,7 +265,7 @@ class Guard:
         self.moved = 0  # protected paths the command created, moved away by finish()
         fixed: list[Path] = []  # the fixed-place paths: bound first, never the ones dropped (break12 S1)
         spots: dict[Path, Kind] = {}  # where a stand-in goes, judged before any is made
-        records = _records(policy)
+        records = records_dir(policy)
         if after:
             STAND_INS.sweep(records)  # what a process killed with SIGKILL left
         for target, kind in policy.guarded:
