@@ -95,3 +95,33 @@ def test_a_second_daemon_never_takes_over_a_live_socket(tmp_path: Path) -> None:
         f"agentd: --socket {path}: another agentd is serving this socket; connect to it, stop it, or choose "
         "another path\n",
     )
+
+
+def test_sighup_stops_the_socket_daemon_as_sigterm_does(tmp_path: Path) -> None:
+    """break12 (new-user trial): SIGHUP (the terminal that started the daemon closed) killed it without
+    its clean-up; it now stops as on SIGTERM: exit 0, the socket removed."""
+    import signal
+    import socket as sockets
+    import time as _time
+
+    env = {**os.environ, "AGENTD_DATA_DIR": str(tmp_path / "data")}
+    path = str(tmp_path / "h.sock")
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "agentd", "--socket", path, "--exit-when-idle", "60"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline, ready = _time.monotonic() + 30, False  # readiness poll with a deadline
+        while not ready and _time.monotonic() < deadline and daemon.poll() is None:
+            with sockets.socket(sockets.AF_UNIX) as probe:
+                ready = probe.connect_ex(path) == 0
+        assert ready, "the daemon never listened"
+        daemon.send_signal(signal.SIGHUP)
+        assert daemon.wait(timeout=30) == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+    assert not os.path.exists(path)
