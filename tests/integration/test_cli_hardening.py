@@ -298,7 +298,7 @@ def test_refused_local_endpoint_fails_fast_and_leaves_no_session(tmp_path: Path,
     assert (out.returncode, out.stdout) == (6, "")
     last = out.stderr.splitlines()[-1]
     assert url in last and "refused the connection" in last and last.endswith("(gave up after 2 attempts)")
-    assert len(re.findall(r"retry \d+ in", out.stderr)) == 1
+    assert len(re.findall(r"^\[Retry\] .* attempt 1 failed; next in ", out.stderr, re.M)) == 1, out.stderr
     assert _session_ids(tmp_path / "data") == []
     assert "discarded: the model was never reached" in out.stderr
 
