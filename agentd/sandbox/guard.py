@@ -143,6 +143,15 @@ def _entry(e: os.DirEntry[str], path: str, dir_fd: int | None) -> _Entry:
     return _Entry(e.name, path, e.inode(), is_dir, empty)
 
 
+def _nameable(path: Path) -> Path:
+    """`path`, or its deepest folder a mount can name: bwrap binds by path (under its own `/newroot`), so
+    a protected entry deeper than `LONG_PATH` bytes is kept read-only by binding that folder read-only,
+    with everything below it (break12 S2)."""
+    while len(os.fsencode(str(path))) >= LONG_PATH and path.parent != path:
+        path = path.parent
+    return path
+
+
 def open_long(path: str) -> int:
     """A descriptor of the folder `path` (absolute), opened one component at a time so that a path longer
     than PATH_MAX can be reached; symlinks are not followed. Raises OSError."""
@@ -290,7 +299,7 @@ class Guard:
         self.stand_ins = tuple(
             str(s.relative_to(next(r for r in self._roots if r in s.parents))) for s in self._held
         )
-        binds = list(dict.fromkeys([*fixed, *self._held, *found]))
+        binds = list(dict.fromkeys([*fixed, *self._held, *(_nameable(p) for p in found)]))
         if len(binds) > MAX_BINDS:  # never run with some protected paths writable: refuse (break12 S1)
             self.finish(ran=False)
             raise TooManyProtected(too_many_text(len(binds), found))
