@@ -377,6 +377,9 @@ def closed_pipe() -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    from agentd import heap
+
+    heap.enable()  # the process's garbage-collector policy (agentd/heap.py)
     args = parse_args(argv)
     try:
         from agentd.log import setup_logging

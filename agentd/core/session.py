@@ -52,6 +52,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from agentd import heap
 from agentd.checkpoints.restore import read_intent
 from agentd.clock import Clock
 from agentd.config import Settings
@@ -384,6 +385,7 @@ class Session:
         if self.busy:
             raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
         titled = self.title is not None
+        heap.settle()  # the history so far is frozen: collections during the turn do not walk it
         self.journal.defer_fsync = True  # the turn's fsyncs run off the loop (Journal)
         self._task = asyncio.ensure_future(run_turn(self, blocks))
         try:
@@ -441,6 +443,7 @@ class Session:
         log and release the lock; the session is unusable afterwards. Idempotent; a failed final fsync is
         logged (closing still releases the lock)."""
         self.cancel()
+        heap.release()
         if self.mcp is not None:
             self.mcp.close_soon()
         self.checkpointer.close()

@@ -11,7 +11,8 @@ Prints one JSON line:
   serialisation excluded: the daemon's CPU during a prompt of N tool steps (utime + stime from /proc) minus
   the CPU the anthropic SDK itself spends on the same request bodies (`sdk_cpu_s`: the SDK's
   `messages.create(**body, stream=True)` in this process, through an in-memory transport that answers a
-  minimal stream at once: its copy of the params, the JSON encoding, the HTTP request), per request. Median
+  minimal stream at once: its copy of the params, the JSON encoding, the HTTP request; the garbage collector
+  as agentd/heap.py runs it in the daemon), per request. Median
   of `--cpu-runs` runs of each size (interleaved, each on a fresh copy of the generated session), in one
   process; `loop_cpu_ms_*` are those medians, `sdk_cpu_ms_*` the SDK's share subtracted.
 - `big_resume_ms`, `big_resume_peak_mib`, `big_load_bytes` (issue 16): `agentd/session/load` of a generated
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import secrets
@@ -252,7 +254,9 @@ async def sdk_cpu_s(path: Path) -> float:
     """CPU seconds the anthropic SDK spends to send the request bodies of `path` (JSON lines; what the
     daemon's SDK did for them: its copy of the params, JSON encoding, the HTTP request; the minimal reply is
     read too), through an in-memory transport; median of 3 passes. Reading the file is not counted. The
-    SDK's share of the daemon's CPU, subtracted from `loop_cpu_ms`."""
+    SDK's share of the daemon's CPU, subtracted from `loop_cpu_ms`. The garbage collector runs under the
+    daemon's policy (agentd/heap.py): the imports and the body frozen before each request is timed, so the
+    SDK's share holds its own copies' collections, not passes over what the daemon would not walk."""
     import anthropic
     import httpx2
 
@@ -270,6 +274,9 @@ async def sdk_cpu_s(path: Path) -> float:
             with path.open(encoding="utf-8") as f:
                 for line in f:
                     params = {k: v for k, v in json.loads(line).items() if k != "stream"}
+                    gc.unfreeze()  # as in the daemon (agentd/heap.py): the body, like its history, frozen
+                    gc.collect()
+                    gc.freeze()
                     t0 = time.process_time()
                     events = await client.messages.create(**params, stream=True)
                     async with events:

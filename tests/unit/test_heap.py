@@ -1,0 +1,93 @@
+"""agentd/heap.py: the process's garbage-collector policy (issue 16 §2). Each case runs in a fresh interpreter,
+so the pytest process's collector is never frozen."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+
+def _run(code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_off_unless_enabled() -> None:
+    """A library use or a test process keeps stock CPython behaviour: settle and release do nothing."""
+    assert (
+        _run("""
+        import gc
+        from agentd import heap
+        heap.settle(); print(gc.get_freeze_count())
+    """)
+        == "0"
+    )
+
+
+def test_settle_freezes_what_the_process_holds() -> None:
+    """After a settle, the history so far is frozen: a full collection does not visit it."""
+    assert (
+        _run("""
+        import gc
+        from agentd import heap
+        heap.enable()
+        history = [{"role": "user", "content": [{"type": "text", "text": str(i)}]} for i in range(5000)]
+        heap.settle()
+        frozen = gc.get_freeze_count()
+        print(frozen > 15000, len(gc.get_objects(2)) < 1000)
+    """)
+        == "True True"
+    )
+
+
+def test_release_reclaims_a_closed_sessions_cycles_at_the_next_settle() -> None:
+    """A cycle frozen while alive is reclaimed once released: the next settle collects before freezing."""
+    assert (
+        _run("""
+        import gc, weakref
+        from agentd import heap
+        heap.enable()
+        class Session: pass
+        s = Session(); s.me = s; s.history = [{"n": i} for i in range(100)]
+        ref = weakref.ref(s)
+        heap.settle()
+        del s
+        gc.collect()
+        kept = ref() is not None
+        heap.release()
+        heap.settle()
+        print(kept, ref() is None, gc.get_freeze_count() > 0)
+    """)
+        == "True True True"
+    )
+
+
+def test_every_release_every_settles_collects() -> None:
+    """Without any session closing, cyclic garbage frozen while alive is reclaimed within RELEASE_EVERY
+    settles (the bound on what can pile up)."""
+    assert (
+        _run("""
+        import gc, weakref
+        from agentd import heap
+        heap.enable()
+        class Task: pass
+        t = Task(); t.me = t
+        ref = weakref.ref(t)
+        heap.settle()
+        del t
+        for _ in range(heap.RELEASE_EVERY - 2):
+            heap.settle()
+        before = ref() is not None
+        heap.settle()
+        print(before, ref() is None)
+    """)
+        == "True True"
+    )
