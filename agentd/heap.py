@@ -9,15 +9,20 @@ a full collection runs, so at 5,000 messages the collector, not agentd, made a r
 expensive as at 100 (measured by `python -m tests.benchmarks.daemon`, `loop_cpu_ratio`).
 
 The policy (`gc.freeze`, the standard library's way to exempt long-lived objects from collections):
-- `settle()`, called as each turn starts (agentd.core.session.Session.prompt), freezes what the process holds
-  (the imports, the histories, the sessions; O(1)): the turn's collections visit only what was made since.
+- `settle()`, called as each turn starts (agentd.core.session.Session.prompt), collects what was made since
+  the last settle (a full collection, but frozen objects are not visited: its cost is that of the new
+  objects, the previous turn's) and freezes what survived: the imports, the histories, the sessions. The
+  turn's own collections then visit only what the turn makes. When modules were imported since the last
+  settle (the first turns import the SDKs and build pydantic schemas: ~100,000 objects, ~95 ms a pass) it
+  freezes without collecting: what was imported lives as long as the process.
 - `release()`, called when a session closes, unfreezes all, so the closed session's reference cycles (the
-  session, its context, its history) can be reclaimed; the next settle then runs one full collection before
-  it freezes again. That pass is the one cost left: O(all objects), ~170 ms on a 2-core CI machine, once per
-  closed session, at the start of a turn (before its model request); stock CPython runs such passes
-  whenever enough objects were promoted, at 5,000 messages every few requests.
-- every `RELEASE_EVERY` settles, a release too: an object frozen while alive that becomes cyclic garbage
-  later (a finished task, an exception and its frames) is kept until a release; this bounds what can pile up.
+  session, its context, its history) can be reclaimed; the next settle collects the whole heap once before it
+  freezes again: O(all objects), ~170 ms on a 2-core CI machine, once per closed session, at the start of a
+  turn (before its model request). Stock CPython runs such passes whenever enough objects were promoted: at
+  5,000 messages, every few requests.
+- every `RELEASE_EVERY` settles, a release too: cyclic garbage frozen by a settle that did not collect (after
+  imports), or a concurrent turn's objects frozen while alive that became garbage later, are kept until a
+  release; this bounds what can pile up.
 Objects freed by reference counting (messages dropped by compression, the SDK's copies) are freed at once,
 frozen or not.
 
@@ -29,12 +34,11 @@ pay a full pass.
 from __future__ import annotations
 
 import gc
-import logging
+import sys
 
 RELEASE_EVERY = 256
 
-log = logging.getLogger("agentd.heap")
-_state = {"enabled": False, "settles": 0, "full_due": False}
+_state = {"enabled": False, "settles": 0, "full_due": False, "modules": 0}
 
 
 def enable() -> None:
@@ -43,14 +47,19 @@ def enable() -> None:
 
 
 def settle() -> None:
-    """Freeze what the process holds; after a release (or every `RELEASE_EVERY` settles) collect first."""
+    """Collect what was made since the last settle and freeze what survived; after a release (or every
+    `RELEASE_EVERY` settles) collect everything first; after new imports, freeze without collecting."""
     if not _state["enabled"]:
         return
     _state["settles"] += 1
+    modules = len(sys.modules)
     if _state["full_due"] or _state["settles"] % RELEASE_EVERY == 0:
         gc.unfreeze()
         gc.collect()
         _state["full_due"] = False
+    elif modules == _state["modules"]:
+        gc.collect()
+    _state["modules"] = modules
     gc.freeze()
 
 

@@ -91,3 +91,32 @@ def test_every_release_every_settles_collects() -> None:
     """)
         == "True True"
     )
+
+
+def test_the_previous_turns_cyclic_garbage_is_collected_by_the_next_settle() -> None:
+    """A turn's task and exception cycles, garbage by the next turn, are collected before that turn freezes
+    (they would otherwise be kept until a release); new imports since the last settle skip the pass once."""
+    assert (
+        _run("""
+        import gc, weakref
+        from agentd import heap
+        heap.enable()
+        heap.settle()
+        class Task: pass
+        t = Task(); t.me = t; t.body = [{"n": i} for i in range(1000)]
+        ref = weakref.ref(t)
+        for _ in range(3):
+            gc.collect(1)  # promoted while the turn runs
+        del t
+        import json.tool  # a module imported since: this settle freezes without a pass
+        heap.settle()
+        after_import = ref() is not None
+        heap.release(); heap.settle()
+        t = Task(); t.me = t
+        ref = weakref.ref(t)
+        del t
+        heap.settle()
+        print(after_import, ref() is None)
+    """)
+        == "True True"
+    )
