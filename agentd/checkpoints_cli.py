@@ -101,37 +101,74 @@ def _rewind(args: argparse.Namespace, data_dir: DataDir) -> int:
     if args.json:
         sys.stdout.write(_json_line(result))
         return 0
-    _report(args, result)
+    _report(args, result, data_dir)
     return 0
 
 
-def _report(args: argparse.Namespace, result: dict[str, Any]) -> None:
-    out = sys.stdout
-    verb = "would" if not result["done"] else "did"
+def _report(args: argparse.Namespace, result: dict[str, Any], data_dir: DataDir) -> None:
+    """What a rewind did, or (a dry run) would do, in plain words: the files restored, removed and kept, the
+    conversation's size before and after, and the prompts it leaves on an abandoned branch with their text."""
+    out, done, to = sys.stdout, result["done"], result["to"]
+    if not done:
+        out.write(f"dry run, nothing was changed; a rewind to checkpoint {to} would do this:\n")
     files = result.get("files")
     if files is not None:
-        out.write(f"files: {len(files['restored'])} restored, {len(files['removed'])} removed ({verb})\n")
-        for path in files["restored"]:
-            out.write(f"  restored {path}\n")
-        for path in files["removed"]:
-            out.write(f"  removed  {path}\n")
-        for kept in files["kept"]:
-            out.write(f"  kept     {kept['path']} ({kept['reason'].replace('_', ' ')})\n")
-        mine = [k["path"] for k in files["kept"] if k["reason"] == "changed_by_user"]
-        if mine:
-            sys.stderr.write(
-                f"{len(mine)} file(s) you changed after checkpoint {result['to']} were left as they are; "
-                f"to restore them too: agentd sessions rewind {args.id} --to {result['to']} --files-only "
-                + " ".join(f"--overwrite {p}" for p in mine) + "\n"
-            )  # fmt: skip
+        _report_files(args, files, to, done)
     conv = result.get("conversation")
     if conv is not None:
-        after = conv["messagesAfter"] if conv["messagesAfter"] is not None else "?"
-        dropped = ", ".join(str(n) for n in conv["abandonedPrompts"]) or "none"
-        out.write(f"conversation: {conv['messagesBefore']} -> {after} messages; prompts left on an abandoned "
-                  f"branch: {dropped}\n")  # fmt: skip
-    if result.get("checkpoint"):
+        _report_conversation(args, conv, data_dir, done)
+    if done and result.get("checkpoint"):
         out.write(f"undo with: agentd sessions rewind {args.id} --to {result['checkpoint']} --files-only\n")
+
+
+def _report_files(args: argparse.Namespace, files: dict[str, Any], to: str, done: bool) -> None:
+    out = sys.stdout
+    n = (len(files["restored"]), len(files["removed"]), len(files["kept"]))
+    counts = (f"{n[0]} restored, {n[1]} removed, {n[2]} kept" if done
+              else f"{n[0]} to restore, {n[1]} to remove, {n[2]} to keep as they are")  # fmt: skip
+    out.write(f"files: {counts}\n")
+    verbs = ("restored", "removed ", "kept    ") if done else ("restore ", "remove  ", "keep    ")
+    for path in files["restored"]:
+        out.write(f"  {verbs[0]} {path}\n")
+    for path in files["removed"]:
+        out.write(f"  {verbs[1]} {path}\n")
+    for kept in files["kept"]:
+        out.write(f"  {verbs[2]} {kept['path']} ({kept['reason'].replace('_', ' ')})\n")
+    mine = [k["path"] for k in files["kept"] if k["reason"] == "changed_by_user"]
+    if mine:
+        left = "were left" if done else "would be left"
+        only = " --files-only" if done or args.files_only else ""  # done: the conversation went back already
+        sys.stderr.write(
+            f"{len(mine)} file(s) you changed after checkpoint {to} {left} as they are; to restore them too: "
+            f"agentd sessions rewind {args.id} --to {to}{only} " + " ".join(f"--overwrite {p}" for p in mine) + "\n"
+        )  # fmt: skip
+
+
+def _report_conversation(
+    args: argparse.Namespace, conv: dict[str, Any], data_dir: DataDir, done: bool
+) -> None:
+    out = sys.stdout
+    before, after, dropped = conv["messagesBefore"], conv["messagesAfter"], conv["abandonedPrompts"]
+    size = f"{before} -> {after} messages" if done else f"would go from {before} to {after} messages"
+    if not dropped:
+        out.write(f"conversation: {size}; no prompt {'was' if done else 'would be'} dropped\n")
+        return
+    which = "dropped from it" if done else "it would drop"
+    out.write(f"conversation: {size}; the prompts {which} (they stay in the log as an abandoned branch: "
+              f"agentd sessions show {args.id}):\n")  # fmt: skip
+    texts = _prompt_texts(data_dir, args.id)
+    for n in dropped:
+        out.write(f"  prompt {n}: {_one_line(texts.get(n, ''))}\n")
+
+
+def _prompt_texts(data_dir: DataDir, session_id: str) -> dict[int, str]:
+    """Prompt number -> its text, from the checkpoints listing (read-only; the log alone)."""
+    from agentd.core.stored import stored_checkpoints
+
+    listed = stored_checkpoints(data_dir, session_id)["checkpoints"]
+    return {
+        int(c.get("prompt") or 0): str(c.get("text") or "") for c in listed if c.get("before") == "prompt"
+    }
 
 
 def _note(line: str) -> None:

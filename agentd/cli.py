@@ -129,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--reload-instructions",
         action="store_true",
-        help="with --continue/--resume: read AGENTS.md files again (costs one prompt-cache write)",
+        help="with --continue or --resume: read the AGENTS.md files again instead of keeping the text the "
+        "session started with (costs one prompt-cache write); without them a usage error (exit 2), as a new "
+        "session reads them anyway",
     )
     _add_globals(run, 1)
 
@@ -146,7 +148,14 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         parser_class=_Parser,
     )
-    ls = ss.add_parser("list", help="newest first")
+    ls = ss.add_parser(
+        "list",
+        help="newest first",
+        description="The stored sessions, newest first. TURNS counts every prompt sent to the session (they "
+        "are numbered 1..TURNS, as its checkpoints are), those a rewind left on an abandoned branch too; TOKENS "
+        "sums every request's input, output and prompt-cache tokens. `agentd sessions show ID` shows what the "
+        "conversation holds now.",
+    )
     ls.add_argument("--workspace", metavar="DIR", help="only this project's sessions")
     show = ss.add_parser("show", help="a readable transcript with the current plan")
     show.add_argument("id")
@@ -615,6 +624,11 @@ def _run(args: argparse.Namespace) -> int:
     from agentd.config import load_settings, tool_name_problem
     from agentd.terminal import TurnSetup, run_terminal_turn
 
+    if args.reload_instructions and not (args.cont or args.run_resume):
+        raise UsageError(
+            "--reload-instructions reloads a resumed session's AGENTS.md files: add --continue or --resume ID "
+            "(a new session reads them anyway)"
+        )
     if args.provider and args.provider not in ("anthropic", "openai", "scripted"):
         raise ConfigError(f"unknown provider '{args.provider}'; use anthropic, openai or scripted")
     for tool in args.allow:

@@ -73,16 +73,40 @@ def run_demo(data_dir_flag: str | None) -> int:
         )
         outcome = asyncio.run(run_terminal_turn(setup))
     console.line(cache_summary(outcome.totals) + " (emulated token counts)")
-    where = f" --data-dir {shlex.quote(str(dd.root))}" if data_dir_flag else ""
-    sid = outcome.session_id
-    console.line(f"[demo finished · session {sid} is stored in {dd.root}]")
-    console.line(f"  see it:      agentd sessions show {sid}{where}")
-    console.line(
-        f"  continue it: agentd run --resume {sid}{where} --prompt '...'   "
-        "(with your configured model and its API key)"
-    )
-    console.line(f"  the edited copy: {workspace}   (delete {tmp} when done)")
+    console.line(_finished(outcome.session_id, dd.root, data_dir_flag, tmp))
     return outcome.code
+
+
+def _finished(sid: str | None, root: Path, data_dir_flag: str | None, tmp: Path) -> str:
+    """The closing lines: where the session is and the commands to see, continue and remove it. The session
+    works in the edited copy, so continuing needs the copy and the clean-up removes both (new-user nit: it
+    said to delete the copy, after which `--resume` was refused)."""
+    if sid is None:  # the turn ended before its session was stored
+        return f"[demo finished · no session was stored · delete {tmp} when done]"
+    me = _program()
+    where = f" --data-dir {shlex.quote(str(root))}" if data_dir_flag else ""
+    copy = tmp / "workspace"
+    return "\n".join([
+        f"[demo finished · session {sid} is stored in {root}]",
+        f"  see it:          {me} sessions show {sid}{where}",
+        f"  continue it:     {me} run --resume {sid}{where} --prompt '...'   (it works in the edited copy, "
+        "with your configured model and its API key)",
+        f"  the edited copy: {copy}",
+        f"  when done:       {me} sessions rm {sid}{where} && rm -rf {shlex.quote(str(tmp))}   (the session "
+        "and its copy go together)",
+    ])  # fmt: skip
+
+
+def _program() -> str:
+    """How to call agentd in a hint: `agentd` when that name on PATH is this program, else the path it was
+    started by (`.venv/bin/agentd`, as the README runs it)."""
+    started = sys.argv[0] if sys.argv else ""
+    if Path(started).name != "agentd":
+        return "agentd"  # `python -m agentd`: the installed command's name
+    on_path = shutil.which("agentd")
+    if on_path is not None and os.path.realpath(on_path) == os.path.realpath(started):
+        return "agentd"
+    return shlex.quote(started)
 
 
 def _copy_assets(tmp: Path) -> tuple[Path, Path]:

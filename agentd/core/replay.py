@@ -1,6 +1,7 @@
 """Replay: rebuild a session's state from its log (CONTRACTS.md §3, §9; cases C01, C09, C10, C16).
 
-Owns: `replay_into(session, records)`, `replay_branch(session, records)` and `check_history(session)`.
+Owns: `replay_into(session, records)`, `replay_branch(session, records)`, `preview_branch(session, records)`
+(what a conversation rewind would leave, the session untouched) and `check_history(session)`.
 Rebuilds, in log order, from the typed records of agentd.persistence.records: the Context (messages exactly as sent, repeated tool_use ids repaired,
 compaction applied by agentd.core.compaction), the TodoTracker (last snapshot and the recomputed stale-round
 counter), the "always" grants and the mode (only records agentd signed), the title, turns, token totals, the tools that started, the note
@@ -217,6 +218,24 @@ def replay_branch(session: Session, records: list[dict[str, Any]]) -> None:
     if fresh.text != s.instructions.text:
         s.instructions = fresh
         s.system = system_blocks(s.cwd, fresh.text)
+
+
+def preview_branch(session: Session, records: list[dict[str, Any]]) -> int:
+    """How many messages the conversation would hold if the active branch of `records` were the session's (a
+    dry-run rewind passes the log and the `rewind` record it would write). `replay_branch` runs on stand-ins
+    for the parts it rebuilds, so the session is left exactly as it was. Raises StorageError as
+    `replay_into`."""
+    s = session
+    saved = (s.context, s.tracker, s.toolbox.started, s.pending_notes, s.journal.todos_at, s.instructions,
+             s.system)  # fmt: skip
+    s.context, s.tracker = copy.copy(s.context), copy.copy(s.tracker)  # both reset() to new parts: no sharing
+    s.toolbox.started = set()
+    try:
+        replay_branch(s, records)
+        return len(s.context)
+    finally:
+        (s.context, s.tracker, s.toolbox.started, s.pending_notes, s.journal.todos_at, s.instructions,
+         s.system) = saved  # fmt: skip
 
 
 def _run(

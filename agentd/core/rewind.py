@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from agentd import failpoints
 from agentd.checkpoints import restore
 from agentd.core.checkpoints import CheckpointError, FilesPlan
+from agentd.core.replay import preview_branch
 from agentd.errors import UsageError
 from agentd.persistence.branches import active_seqs
 from agentd.persistence.records import RewindRecord
@@ -65,7 +66,7 @@ def listing(records: Sequence[Mapping[str, Any]], pending: bool) -> dict[str, An
     prompt's checkpoint, that prompt is in the conversation now; for the others, the checkpoint is on the
     conversation's branch."""
     active = active_seqs(records)
-    shown = {r.get("messageId") for r in records if r.get("kind") == "prompt" and r.get("seq") in active}
+    shown = _prompts_in(records, active)
     checkpoints = []
     for rec in records:
         if rec.get("kind") != "checkpoint":
@@ -104,15 +105,29 @@ def _check_target(target: Mapping[str, Any], files: bool, conversation: bool) ->
         )
 
 
+def _prompts_in(records: Sequence[Mapping[str, Any]], active: set[int]) -> set[Any]:
+    """The messageIds of the prompts in the conversation now (their `prompt` record is on the active branch;
+    a prompt's checkpoint record can be on it while the prompt is not: a rewind to it keeps it)."""
+    return {r.get("messageId") for r in records if r.get("kind") == "prompt" and r.get("seq") in active}
+
+
 def _abandoned(records: Sequence[Mapping[str, Any]], target_seq: int) -> list[int]:
-    """Prompt numbers on the active branch after the target: the turns a conversation rewind abandons."""
-    active = active_seqs(records)
+    """Prompt numbers in the conversation now from the target on: the turns a conversation rewind abandons
+    (not those an earlier rewind abandoned already)."""
+    shown = _prompts_in(records, active_seqs(records))
     return [
         int(r.get("prompt") or 0)
         for r in records
         if r.get("kind") == "checkpoint" and r.get("before") == "prompt"
-        and int(r.get("seq") or 0) >= target_seq and r.get("seq") in active
+        and int(r.get("seq") or 0) >= target_seq and r.get("messageId") in shown
     ]  # fmt: skip
+
+
+def _would_write(records: Sequence[Mapping[str, Any]], target: Mapping[str, Any]) -> dict[str, Any]:
+    """The `rewind` record a conversation rewind to `target` would append (a dry run writes none)."""
+    last = max((int(r.get("seq") or 0) for r in records), default=0)
+    return {"kind": "rewind", "seq": last + 1, "id": "dry-run", "to": str(target["id"]),
+            "toSeq": int(target["seq"]), "files": False, "conversation": True}  # fmt: skip
 
 
 def _files_result(plan: FilesPlan) -> dict[str, Any]:
@@ -155,11 +170,16 @@ async def rewind(
         keep = set() if overwrite is True else user - set(overwrite or [])
         plan = ck.files_plan(target, now, keep)
         result["files"] = _files_result(plan)
-        result["checkpoint"] = now.get("id")
+        if not dry_run:
+            result["checkpoint"] = now.get("id")  # a dry run takes none: there is nothing to undo
     if conversation:
         result["conversation"] = {"messagesBefore": len(s.context), "messagesAfter": None,
                                   "abandonedPrompts": _abandoned(records, int(target["seq"]))}  # fmt: skip
     if dry_run:
+        if conversation:
+            result["conversation"]["messagesAfter"] = preview_branch(
+                s, [*records, _would_write(records, target)]
+            )
         return result
     rid = str(now["id"]) if now is not None else ck.next_id("rewind")[0]
     record = RewindRecord(id=rid, to=str(target["id"]), to_seq=int(target["seq"]), files=files,

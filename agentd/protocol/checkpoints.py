@@ -96,7 +96,7 @@ class RewindConversation(WireModel):
 
 class RewindResult(WireModel):
     """`done`: false for a dry run. `checkpoint`: the id of the checkpoint taken before the rewind (rewind to
-    it to undo this one)."""
+    it to undo this one); a dry run takes none."""
 
     to: str
     done: bool

@@ -1,7 +1,8 @@
 """The model table: context windows of known models (PROTOCOL.md §4.3 `context.window_tokens`).
 
-Owns: `MODEL_WINDOWS`, `DEFAULT_WINDOW_TOKENS`, `DEFAULT_MODELS`, `context_window()`, and whether a model takes
-images in prompts (`IMAGE_MODELS`, `accepts_images()`). Imports nothing from agentd and no SDK. Windows are the
+Owns: `MODEL_WINDOWS`, `DEFAULT_WINDOW_TOKENS`, `DEFAULT_MODELS`, `context_window()`, whether a model takes
+images in prompts (`IMAGE_MODELS`, `accepts_images()`), and how a provider and its model are named to a person
+(`model_label()`). Imports nothing from agentd and no SDK. Windows are the
 providers' published input limits in tokens (Anthropic models overview, OpenAI model pages, DeepSeek and Moonshot
 API docs); a model not listed gets 32768, a safe size for local servers.
 """
@@ -97,3 +98,12 @@ def accepts_images(provider: str, model: str | None, configured: bool | None = N
         return provider == "anthropic"
     name = _table_name(model or DEFAULT_MODELS.get(provider, ""))
     return name in IMAGE_MODELS
+
+
+def model_label(provider: str, model: str, *, provider_first: bool = True) -> str:
+    """The provider and model as a person reads them: `anthropic claude-sonnet-4-6` (or, with
+    `provider_first=False`, `claude-sonnet-4-6 (anthropic)`); the name once when the model is named as its
+    provider (the scripted model is `scripted`: never `scripted scripted`) or the provider is unknown."""
+    if not provider or provider == model:
+        return model
+    return f"{provider} {model}" if provider_first else f"{model} ({provider})"

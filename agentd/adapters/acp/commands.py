@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentd.core.journal import new_message_id
 from agentd.protocol import updates
+from agentd.providers.models import model_label
 
 if TYPE_CHECKING:
     from agentd.core.session import Session
@@ -79,7 +80,8 @@ def _compacted(result: dict[str, Any]) -> str:
 def _status(st: dict[str, Any]) -> str:
     ctx, t = st["context"], st["totals"]
     lines = [
-        f"Model: {st['model']} ({st['provider']}), mode {st['mode']}, {st['turns']} turns.",
+        f"Model: {model_label(st['provider'], st['model'], provider_first=False)}, mode {st['mode']}, "
+        f"{st['turns']} turns.",
         f"Context: {ctx['usedTokens']:,} of {ctx['windowTokens']:,} tokens (compresses at "
         f"{ctx['compressThresholdTokens']:,}; {ctx['messages']} messages, {ctx['compactions']} compactions).",
         f"Requests: {t['requests']}; tokens in {t['inputTokens']:,}, out {t['outputTokens']:,}, cache read "

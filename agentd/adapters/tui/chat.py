@@ -34,6 +34,7 @@ from agentd.adapters.tui.status import status_text
 from agentd.adapters.tui.tty import keys_held
 from agentd.adapters.tui.view import View
 from agentd.errors import AgentdError, SessionLocked
+from agentd.providers.models import model_label
 from agentd.text import visible
 
 log = logging.getLogger("agentd.tui")
@@ -147,7 +148,9 @@ class Chat:
         self.view.reset()
         self.view.title, self.view.mode = session.title, session.mode
         if again:
-            self.view.note(f"[{session.id} · {session.provider_name} {session.model} from the next prompt]")
+            self.view.note(
+                f"[{session.id} · {model_label(session.provider_name, session.model)} from the next prompt]"
+            )
             return
         self._header()
         if not created:
@@ -205,7 +208,9 @@ class Chat:
         s = self.session
         line = Text()
         line.append(f"agentd {__version__}", style="bold")
-        line.append(f" · {s.provider_name} {s.model} · {visible(str(s.cwd), one_line=True)}", style="dim")
+        line.append(
+            f" · {model_label(s.provider_name, s.model)} · {visible(str(s.cwd), one_line=True)}", style="dim"
+        )
         self.view.print(line)
         what = "new session" if self.created else f"resumed · {s.turns} turn{'s' if s.turns != 1 else ''}"
         title = f" · {visible(s.title, one_line=True)}" if s.title else ""

@@ -20,6 +20,7 @@ from agentd.adapters.tui.rewind import fork_command, label, prompt_checkpoints, 
 from agentd.adapters.tui.status import cache_share, tokens_short
 from agentd.errors import UsageError
 from agentd.protocol.session import MODE_IDS
+from agentd.providers.models import model_label
 from agentd.text import visible
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ async def _model(chat: Chat, arg: str) -> None:
     session = _session(chat)
     if not arg:
         chat.view.note(
-            f"[model · {session.provider_name} {session.model} · /model NAME continues with another]"
+            f"[model · {model_label(session.provider_name, session.model)} · /model NAME continues with another]"
         )
         return
     if session.busy:

@@ -336,7 +336,7 @@ export interface RewindParams {
 }
 
 /** `done`: false for a dry run. `checkpoint`: the id of the checkpoint taken before the rewind (rewind to
- * it to undo this one).
+ * it to undo this one); a dry run takes none.
  */
 export interface RewindResult {
   _meta?: Record<string, unknown>;
