@@ -7,7 +7,9 @@
   and serves `fs/read_text_file` /
   `fs/write_text_file` from the disk, or from `buffers` (unsaved editor text by path) when given (a write
   raises `write_error` when set);
-  `expect(pred)` waits, with a deadline, for a predicate over what was recorded.
+  `expect(pred)` waits, with a deadline, for a predicate over what was recorded, and `of(sid, kind)` lists
+  one session's updates (tests/recorded.py, shared with the LSP harness); `agent_env()` is agentd's
+  environment (the same one as the LSP harness's `daemon_env()`).
 - `start()` spawns agentd with its own data dir and emulator URL, stderr to a file, and
   initializes it; `Agent.kill()` ends it with SIGKILL (as an editor closing a window may).
 """
@@ -15,8 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
 import signal
 import sys
 from collections.abc import Callable
@@ -35,13 +35,17 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.recorded import ROOT, Recording
+from tests.recorded import agentd_env as agent_env  # noqa: F401 (the tier's name for it)
+
 DEADLINE = 20.0
 
 
 @dataclass
-class Editor:
+class Editor(Recording):
     """An ACP client that records what it is sent (see the module docstring)."""
+
+    deadline = DEADLINE
 
     answers: list[str] = field(default_factory=list)
     buffers: dict[str, str] = field(default_factory=dict)
@@ -52,7 +56,7 @@ class Editor:
     others: list[dict[str, Any]] = field(default_factory=list)
     write_error: Exception | None = None  # raised by fs/write_text_file instead of writing
     hold: asyncio.Event | None = None  # when set: permission answers wait for it
-    _waiters: list[tuple[Callable[[Editor], bool], asyncio.Future[None]]] = field(default_factory=list)
+    _waiters: list[tuple[Callable[[Any], bool], asyncio.Future[None]]] = field(default_factory=list)
 
     # ---- the raw stream ------------------------------------------------------------------------------
     def observe(self, event: Any) -> None:
@@ -71,25 +75,6 @@ class Editor:
         elif method is not None:
             self.others.append(msg)
         self.check()
-
-    def check(self) -> None:
-        for pred, fut in list(self._waiters):
-            if not fut.done() and pred(self):
-                fut.set_result(None)
-
-    async def expect(self, pred: Callable[[Editor], bool], what: str, timeout: float = DEADLINE) -> None:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((pred, fut))
-        self.check()
-        try:
-            await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
-
-    def of(self, session_id: str, kind: str | None = None) -> list[dict[str, Any]]:
-        """The `update` objects of one session (optionally of one kind), in order."""
-        return [p["update"] for p in self.updates if p["sessionId"] == session_id
-                and (kind is None or p["update"]["sessionUpdate"] == kind)]  # fmt: skip
 
     # ---- the SDK's Client ----------------------------------------------------------------------------
     async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kw: Any) -> Any:
@@ -153,17 +138,6 @@ class Agent:
             return await asyncio.wait_for(self.proc.wait(), DEADLINE)
         finally:
             await self.conn.close()
-
-
-def agent_env(data_dir: Path, emulator_url: str | None = None, **extra: str) -> dict[str, str]:
-    """agentd's whole environment: its data dir and a fake key (HOME and XDG dirs are the test run's own,
-    tests/conftest.py), and the emulator's URL."""
-    env = {**os.environ, "AGENTD_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT),
-           "ANTHROPIC_API_KEY": "sk-ant-emu-" + secrets.token_hex(16)}  # fmt: skip
-    if emulator_url is not None:
-        env["ANTHROPIC_BASE_URL"] = emulator_url
-    env.update(extra)
-    return env
 
 
 async def start(

@@ -4,7 +4,10 @@ Neovim 0.11 and as VS Code 1.65 (`--stdio` added, as vscode-languageclient does)
 - `AgentdTestProtocol` maps `agentd/*` to the same plain-dict envelopes as `agentd/adapters/lsp/wire.py`.
 - `Recorder` collects `agentd/session/update` params and answers every server->client request
   (`agentd/session/requestPermission`, `window/showMessageRequest`, `workspace/applyEdit`); `expect(pred)`
-  waits, with a deadline, for a predicate over what was recorded.
+  waits, with a deadline, for a predicate over what was recorded, and `of(sid, kind)` lists one session's
+  updates (tests/recorded.py, shared with the acp harness).
+- `daemon_env()` is the daemon's whole environment (`server_env` replaces it, TESTING.md §2 item 4;
+  tests/recorded.py's `agentd_env`).
 - `start_agentd()` spawns a daemon with its own data dir and emulator URL and initializes it.
 """
 
@@ -13,9 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import os
 import re
-import secrets
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,8 +30,9 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from agentd.adapters.lsp.wire import WireMixin
+from tests.recorded import ROOT, Recording  # noqa: F401 (ROOT: tests import it from here)
+from tests.recorded import agentd_env as daemon_env  # noqa: F401 (the tier's name for it)
 
-ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = {"neovim": ("neovim@v0.11.0", []), "vscode": ("visual-studio-code@v1.65.2", ["--stdio"])}
 AGENTD_CAP = {"protocolVersion": 1, "requestPermission": True, "saveAfterApply": True}
 ALLOW_ONCE = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
@@ -60,8 +62,10 @@ Answer = Callable[[Any], Any]
 
 
 @dataclass
-class Recorder:
+class Recorder(Recording):
     """What the client saw, and how it answers the server's requests."""
+
+    deadline = DEADLINE
 
     client: LanguageClient
     updates: list[dict[str, Any]] = field(default_factory=list)
@@ -72,7 +76,7 @@ class Recorder:
     permission_answer: Answer = lambda _p: ALLOW_ONCE
     message_answer: Answer = lambda _p: {"title": "Allow once"}
     apply_answer: Answer = lambda _p: {"applied": True}
-    _waiters: list[tuple[Callable[[Recorder], bool], asyncio.Future[None]]] = field(default_factory=list)
+    _waiters: list[tuple[Callable[[Any], bool], asyncio.Future[None]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         c = self.client
@@ -99,25 +103,6 @@ class Recorder:
             self.apply_edits.append(params)
             self.check()
             return await _answer(self.apply_answer, params)
-
-    def check(self) -> None:
-        for pred, fut in list(self._waiters):
-            if not fut.done() and pred(self):
-                fut.set_result(None)
-
-    async def expect(self, pred: Callable[[Recorder], bool], what: str, timeout: float = DEADLINE) -> None:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((pred, fut))
-        self.check()
-        try:
-            await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}") from None
-
-    def of(self, session_id: str, kind: str | None = None) -> list[dict[str, Any]]:
-        """The `update` objects of one session (optionally of one `sessionUpdate` kind), in order."""
-        return [p["update"] for p in self.updates if p["sessionId"] == session_id
-                and (kind is None or p["update"]["sessionUpdate"] == kind)]  # fmt: skip
 
 
 async def _answer(answer: Answer, params: Any) -> Any:
@@ -163,16 +148,6 @@ class Agentd:
         await asyncio.wait_for(self.client.stop(), DEADLINE)
         server = self.client._server
         return server.returncode if server is not None else None
-
-
-def daemon_env(data_dir: Path, emulator_url: str | None = None, **extra: str) -> dict[str, str]:
-    """The daemon's whole environment (`server_env` replaces it, TESTING.md §2 item 4)."""
-    env = {**os.environ, "AGENTD_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT),
-           "ANTHROPIC_API_KEY": "sk-ant-emu-" + secrets.token_hex(16)}  # fmt: skip
-    if emulator_url is not None:
-        env["ANTHROPIC_BASE_URL"] = emulator_url
-    env.update(extra)
-    return env
 
 
 async def start_agentd(

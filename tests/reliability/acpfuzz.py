@@ -6,8 +6,9 @@ authenticate, initialize) and unknown ones, with ids of every JSON type and para
 mutated or arbitrary JSON (deep nesting, huge strings, lone surrogates, NUL, bidi controls), plus raw lines
 that are not JSON or not UTF-8. One `agentd --acp` (scripted provider with no answers, so a prompt that gets
 through fails cleanly) receives them after `initialize`; every `PROBE_EVERY` lines a `session/list` request
-must be answered. At the end: the daemon is alive and answers, every line of its stdout is a JSON-RPC
-object, and its stderr holds no traceback.
+must be answered (the params' shared keys, the flood and its probes are fuzz.py's). At the
+end: the daemon is alive and answers, every line of its stdout is a JSON-RPC object, and its stderr holds no
+traceback.
 """
 
 from __future__ import annotations
@@ -24,23 +25,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reliability.driver import ROOT, canary_key, isolated_env
-from tests.reliability.fuzz import IDS, JSON, ODD_TEXT, SCALARS, _deep
+from tests.reliability.fuzz import IDS, JSON, SCALARS, flood, params, prepare, traceback_problems
 
-PROBE_EVERY = 50
 METHODS = ["initialize", "authenticate", "session/new", "session/load", "session/resume", "session/list",
            "session/prompt", "session/set_mode", "session/set_config_option", "session/close",
            "session/cancel", "$/cancel_request", "fs/read_text_file", "unknown/method"]  # fmt: skip
 
 
-def _params() -> st.SearchStrategy[Any]:
-    known = {"sessionId": st.one_of(st.just("sess_nope"), st.text(max_size=20), SCALARS),
-             "cwd": st.one_of(st.just("/"), st.just("../.."), ODD_TEXT, SCALARS),
-             "prompt": st.one_of(st.just([{"type": "text", "text": "hi"}]), JSON),
-             "mcpServers": st.one_of(st.just([]), JSON), "modeId": st.one_of(st.just("plan"), SCALARS),
-             "protocolVersion": st.one_of(st.just(1), SCALARS), "configId": SCALARS, "value": SCALARS,
-             "cursor": SCALARS}  # fmt: skip
-    shaped = st.fixed_dictionaries({}, optional=known)
-    return st.one_of(shaped, JSON, st.just(_deep(5000)), st.just({"a": _deep(200)}))
+ACP_PARAMS = params(
+    mcpServers=st.one_of(st.just([]), JSON), modeId=st.one_of(st.just("plan"), SCALARS),
+    protocolVersion=st.one_of(st.just(1), SCALARS), configId=SCALARS, value=SCALARS,
+)  # fmt: skip
 
 
 @st.composite
@@ -57,7 +52,7 @@ def lines(draw: st.DrawFn) -> bytes:
     if kind != 1:
         msg["method"] = draw(st.one_of(st.sampled_from(METHODS), st.text(max_size=30)))
     if draw(st.integers(0, 4)):
-        msg["params"] = draw(_params())
+        msg["params"] = draw(ACP_PARAMS)
     try:
         return json.dumps(msg).encode()
     except (ValueError, RecursionError):
@@ -154,37 +149,26 @@ class AcpDaemon:
 async def fuzz_acp(base: Path, examples: int = 200) -> dict[str, Any]:
     """Send the generated lines; `fuzz_frames_acp`, `daemon_alive_acp`, `fuzz_problems_acp`, `key`."""
     bodies = generate(examples)
-    base.mkdir(parents=True, exist_ok=True)
-    ws = base / "ws"
-    ws.mkdir(exist_ok=True)
-    scenario = base / "empty.json"
-    scenario.write_text('{"answers": []}', encoding="utf-8")
+    _ws, scenario = prepare(base)
     config = base / "config"
     config.mkdir(exist_ok=True)
     (config / "config.toml").write_text(f'provider = "scripted"\nscenario = "{scenario}"\n', encoding="utf-8")
     key = canary_key()
     daemon = await AcpDaemon.spawn(isolated_env(base, key), base / "stderr")
     problems: list[str] = []
-    sent = 0
+    sent, alive = 0, False
     try:
         init = await daemon.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}}, 120)
         if "result" not in init:
             problems.append(f"initialize failed: {init}")
-        for i, body in enumerate(bodies):
-            await daemon.send(body)
-            sent += 1
-            if (i + 1) % PROBE_EVERY == 0 and not await daemon.answers():
-                problems.append(f"no answer to a probe after line {i + 1}")
-                break
-        alive = daemon.alive() and await daemon.answers()
+        sent, flooded = await flood(bodies, daemon.send, daemon.answers, "line")
+        problems += flooded
+        alive = not flooded and daemon.alive() and await daemon.answers()
     except (ConnectionError, BrokenPipeError) as exc:
-        problems.append(f"the connection broke after {sent} lines: {exc}")
-        alive = False
+        problems.append(f"the connection broke at initialize: {exc}")
     finally:
         await daemon.stop()
-    stderr = (base / "stderr").read_text(encoding="utf-8", errors="replace")
-    if "Traceback" in stderr:
-        problems.append("a traceback on stderr")
+    problems += traceback_problems(base / "stderr")
     problems += [f"a line on stdout that is not a JSON-RPC object: {b!r}" for b in daemon.bad_lines]
     return {"fuzz_frames_acp": sent, "daemon_alive_acp": alive and not problems,
             "fuzz_problems_acp": problems, "key": key}  # fmt: skip

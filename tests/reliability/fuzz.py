@@ -1,4 +1,5 @@
-"""Hostile frames and params against the LSP adapter (issue 16 §6): `fuzz_frames`, `daemon_alive`.
+"""Hostile frames and params against the LSP adapter (issue 16 §6): `fuzz_frames`, `daemon_alive`; and what
+tests/reliability/acpfuzz.py shares (`params()`, `prepare()`, `flood()`, `traceback_problems()`).
 
 Hypothesis generates (derandomized, so a run is reproducible) JSON-RPC messages: every `agentd/*` method of
 the table and standard LSP methods, with ids of every JSON type, params that are valid-looking, mutated or
@@ -12,6 +13,7 @@ its stderr no traceback. (`shutdown` and `exit` are left out: they end the daemo
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +48,19 @@ def _deep(n: int) -> Any:
     return out
 
 
-def _params(method: str) -> st.SearchStrategy[Any]:
-    known = {"sessionId": st.one_of(st.just("sess_nope"), st.text(max_size=20), SCALARS),
-             "cwd": st.one_of(st.just("/"), st.just("../.."), ODD_TEXT, SCALARS),
-             "prompt": st.one_of(st.just([{"type": "text", "text": "hi"}]), JSON),
-             "mode": st.one_of(st.just("readOnly"), SCALARS), "cursor": SCALARS}  # fmt: skip
-    shaped = st.fixed_dictionaries({}, optional=known)
+def params(**known: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Params of either protocol: an object holding some of the keys both use (`sessionId`, `cwd`, `prompt`),
+    of `known` (a protocol's own keys) and `cursor`, each valid-looking or odd; arbitrary JSON; or nesting
+    deeper than any parser's recursion limit."""
+    keys = {"sessionId": st.one_of(st.just("sess_nope"), st.text(max_size=20), SCALARS),
+            "cwd": st.one_of(st.just("/"), st.just("../.."), ODD_TEXT, SCALARS),
+            "prompt": st.one_of(st.just([{"type": "text", "text": "hi"}]), JSON), **known,
+            "cursor": SCALARS}  # fmt: skip
+    shaped = st.fixed_dictionaries({}, optional=keys)
     return st.one_of(shaped, JSON, st.just(_deep(5000)), st.just({"a": _deep(200)}))
+
+
+LSP_PARAMS = params(mode=st.one_of(st.just("readOnly"), SCALARS))
 
 
 @st.composite
@@ -70,7 +78,7 @@ def messages(draw: st.DrawFn) -> bytes:
     if kind != 1:
         msg["method"] = method
     if draw(st.integers(0, 4)):
-        msg["params"] = draw(_params(method))
+        msg["params"] = draw(LSP_PARAMS)
     try:
         return json.dumps(msg).encode()
     except (ValueError, RecursionError):
@@ -78,7 +86,8 @@ def messages(draw: st.DrawFn) -> bytes:
 
 
 def generate(examples: int) -> list[bytes]:
-    """`examples` batches of frame bodies, derandomized."""
+    """`examples` batches of frame bodies, derandomized. (acpfuzz.py has its own: hypothesis seeds a
+    derandomized run from the source of `collect`, so one shared copy would change both sets of examples.)"""
     out: list[bytes] = []
 
     @settings(max_examples=examples, derandomize=True, deadline=None, database=None,
@@ -91,32 +100,61 @@ def generate(examples: int) -> list[bytes]:
     return out
 
 
-async def fuzz_lsp(base: Path, examples: int = 200) -> dict[str, Any]:
-    """Send the generated frames; the figures of the module docstring and what went wrong."""
-    bodies = generate(examples)
+def prepare(base: Path) -> tuple[Path, Path]:
+    """The fuzz run's folder: a workspace and a scenario with no answers (a prompt that gets through fails
+    cleanly); returns both."""
     base.mkdir(parents=True, exist_ok=True)
     ws = base / "ws"
     ws.mkdir(exist_ok=True)
     scenario = base / "empty.json"
     scenario.write_text('{"answers": []}', encoding="utf-8")
-    key = canary_key()
-    daemon = await Daemon.spawn(isolated_env(base, key), stderr=base / "stderr")
-    problems: list[str] = []
+    return ws, scenario
+
+
+async def flood(
+    bodies: list[bytes], send: Callable[[bytes], Awaitable[None]], answers: Callable[[], Awaitable[bool]],
+    unit: str,
+) -> tuple[int, list[str]]:  # fmt: skip
+    """Send every body, asking `answers()` every `PROBE_EVERY`; (how many were sent, what went wrong). A
+    probe left unanswered, or the connection breaking, stops the flood. `unit`: "frame" or "line"."""
     sent = 0
     try:
-        await daemon.initialize(ws, {"provider": "scripted", "scenario": str(scenario)})
-        for i, body in enumerate(bodies):
-            await daemon.send(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        for body in bodies:
+            await send(body)
             sent += 1
-            if (i + 1) % PROBE_EVERY == 0 and not await _answers(daemon):
-                problems.append(f"no answer to a probe after frame {i + 1}")
-                break
-        alive = daemon.alive() and await _answers(daemon)
+            if sent % PROBE_EVERY == 0 and not await answers():
+                return sent, [f"no answer to a probe after {unit} {sent}"]
+    except (ConnectionError, BrokenPipeError) as exc:
+        return sent, [f"the connection broke after {sent} {unit}s: {exc}"]
+    return sent, []
+
+
+def traceback_problems(stderr: Path) -> list[str]:
+    """`["a traceback on stderr"]` when the daemon's stderr holds one, else `[]`."""
+    return (
+        ["a traceback on stderr"]
+        if "Traceback" in stderr.read_text(encoding="utf-8", errors="replace")
+        else []
+    )
+
+
+async def fuzz_lsp(base: Path, examples: int = 200) -> dict[str, Any]:
+    """Send the generated frames; the figures of the module docstring and what went wrong."""
+    bodies = generate(examples)
+    ws, scenario = prepare(base)
+    key = canary_key()
+    daemon = await Daemon.spawn(isolated_env(base, key), stderr=base / "stderr")
+    try:
+        await daemon.initialize(ws, {"provider": "scripted", "scenario": str(scenario)})
+
+        async def send(body: bytes) -> None:
+            await daemon.send(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+        sent, problems = await flood(bodies, send, lambda: _answers(daemon), "frame")
+        alive = not problems and daemon.alive() and await _answers(daemon)
     finally:
         await daemon.stop()
-    stderr = (base / "stderr").read_text(encoding="utf-8", errors="replace")
-    if "Traceback" in stderr:
-        problems.append("a traceback on stderr")
+    problems += traceback_problems(base / "stderr")
     problems += [f"a malformed frame on stdout: {e!r}" for e in daemon.framing_errors]
     return {
         "fuzz_frames": sent,
