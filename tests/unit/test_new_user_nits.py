@@ -44,3 +44,35 @@ def test_the_demos_hints_name_agentd_as_it_was_started(
     lines = demo._finished("sess_x", tmp_path / "data", None, tmp_path / "agentd-demo-1")
     assert "delete" not in lines and "continue it:" in lines
     assert f"agentd sessions rm sess_x && rm -rf {tmp_path / 'agentd-demo-1'}" in lines
+
+
+async def test_the_test_clients_share_one_way_to_wait() -> None:
+    """new-user nit (duplicates): the LSP harness's Recorder and the acp harness's Editor each had their own
+    copy of expect/check/of and of the daemon's environment. One copy (tests/recorded.py), each client keeping
+    its own default deadline: a predicate that holds wakes the wait, one that never does fails naming it."""
+    import asyncio
+    from dataclasses import dataclass, field
+    from typing import Any
+
+    from tests.recorded import Recording, agentd_env
+
+    @dataclass
+    class Client(Recording):
+        deadline = 0.05
+        updates: list[dict[str, Any]] = field(default_factory=list)
+        _waiters: list[Any] = field(default_factory=list)
+
+    c = Client()
+    waiting = asyncio.ensure_future(c.expect(lambda r: len(r.updates) == 1, "one update"))
+    c.updates.append({"sessionId": "s", "update": {"sessionUpdate": "plan"}})
+    c.check()
+    await waiting
+    assert c.of("s", "plan") == [{"sessionUpdate": "plan"}] and c.of("t") == []
+    with pytest.raises(AssertionError, match=r"timed out after 0.05 s waiting for never"):
+        await c.expect(lambda r: False, "never")
+    env = agentd_env(Path("/d"), "http://127.0.0.1:1", EXTRA="1")
+    assert (env["AGENTD_DATA_DIR"], env["ANTHROPIC_BASE_URL"], env["EXTRA"]) == (
+        "/d",
+        "http://127.0.0.1:1",
+        "1",
+    )
