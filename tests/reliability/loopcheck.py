@@ -12,11 +12,9 @@ of wall time, with the loop thread's CPU time of that step. The verdict:
   for tens of milliseconds, which says nothing about agentd. They are counted in the report.
 
 `KNOWN` names the steps still over the CPU limit whose fix belongs to another part of issue 16, each with its
-reason; they are listed (`known()`), not failed, and the entry goes when its part lands:
-- `load_session`: opening a stored session (reading and replaying its log, taking its lock) runs on the loop
-  in one step, ~14 ms of CPU for a short session (issue 16 §3, resume from the last compaction point).
-- `register.<locals>.new`: creating a session (`agentd/session/new`) writes and fsyncs its first records and
-  meta.json on the loop, 6-11 ms of CPU (found by CI at 10.7 ms; issue 16 stays open for it).
+reason; they are listed (`known()`), not failed, and the entry goes when its part lands. It is empty: opening
+and creating a session (`agentd/session/load`, `agentd/session/new`, ACP's `session/new`, `session/load`)
+were its last entries, until they moved to a worker thread (agentd.core.factory.built_off_loop).
 
 Not a test module: used by tests/reliability/test_loop_responsive.py and the report.
 """
@@ -33,10 +31,7 @@ THRESHOLD_MS = "10"  # the daemon's AGENTD_SLOW_CALLBACK_MS
 LINE = re.compile(r"slow callback: ([0-9.]+) ms wall, ([0-9.]+) ms CPU: (.*)$")
 
 
-KNOWN = {
-    "load_session (agentd/adapters/lsp/sessions.py": "issue 16 §3: opening a stored session",
-    "register.<locals>.new": "issue 16 §1: creating a session (its first records and meta.json fsynced on the loop)",
-}
+KNOWN: dict[str, str] = {}
 
 
 @dataclass

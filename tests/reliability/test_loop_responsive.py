@@ -9,6 +9,10 @@ costs its next request ~30 ms of CPU on the loop: building, validating and estim
 issue 16 §2, the incremental Context; this test keeps the history small until that lands.) Each daemon first serves one warm-up session in another workspace: what a daemon
 does once in its life (importing the core, the SDK, pydantic building its schemas) is cold start, measured
 by `initialize_ms` in the benchmarks; the judged steps are those of a daemon in use.
+
+The ACP adapter (`agentd --acp`) is judged the same way: creating, prompting and forking a session, then in a
+new process loading it (`session/load`, with its replay) and prompting it again; creating and opening a
+session run in a worker thread in both adapters (agentd.core.factory.built_off_loop).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from tests.acp.harness import Agent
+from tests.acp.harness import start as start_acp
 from tests.reliability.driver import Daemon, EmulatorProc, canary_key, isolated_env
 from tests.reliability.loopcheck import THRESHOLD_MS, slow_steps, verdict
 
@@ -26,6 +32,7 @@ pytestmark = pytest.mark.reliability
 MODEL = "claude-sonnet-4-6"
 WARM = "[conversation warm]"
 MAIN = "[conversation main]"
+ACP = "[conversation acp]"
 
 
 def _tool(name: str, **args: Any) -> dict[str, Any]:
@@ -45,7 +52,12 @@ def _scenario() -> dict[str, Any]:
         {"reply": [_tool("read_file", path="src/pkg0/m0.py"), _tool("list_dir", path="src")]},
         {"reply": [{"text": "resumed"}]},
     ]
-    return {"conversations": {WARM: warm + warm, MAIN: main}}
+    acp = [
+        {"reply": [_tool("read_file", path="src/pkg0/m0.py"), _tool("list_dir", path="src")]},
+        {"reply": [{"text": "read"}]},
+        {"reply": [{"text": "loaded"}]},
+    ]
+    return {"conversations": {WARM: warm + warm, MAIN: main, ACP: acp}}
 
 
 def _workspace(ws: Path) -> None:
@@ -107,6 +119,55 @@ async def test_no_step_of_the_loop_blocks_for_10_ms(tmp_path: Path) -> None:
         second = await d.prompt(sid, MAIN + " Go on.", 600)
         assert second.get("result", {}).get("stopReason") == "end_turn", second
         await d.stop()
+        steps += slow_steps(stderr, start)
+    finally:
+        await emu.stop()
+    text = stderr.read_text(encoding="utf-8", errors="replace")
+    assert "Traceback" not in text, text[-3000:]
+    bad = verdict(steps)
+    assert not bad, "loop steps over the limits (loopcheck.py):\n" + "\n".join(bad)
+
+
+async def _acp_agent(env: dict[str, str], stderr: Path, warm: Path) -> Agent:
+    """`agentd --acp` connected and initialized, with its warm-up session served."""
+    a = await start_acp(env, stderr)
+    sid = await a.new(warm)
+    assert await a.prompt(sid, WARM + " Read a.txt.", 300) == "end_turn"
+    return a
+
+
+@pytest.mark.timeout(900)
+async def test_no_step_of_the_acp_loop_blocks_for_10_ms(tmp_path: Path) -> None:
+    """Issue 16 §1 in the ACP adapter: `session/new`, a turn with tools, `_agentd/session/fork`, and in a new
+    process `session/load` (its replay) and a turn, without a loop step that computes for 10 ms or waits for
+    250 ms (loopcheck.py), in both processes once warm."""
+    root = tmp_path / "workspaces"
+    main, warm = root / "main", root / "warm"
+    main.mkdir(parents=True)
+    warm.mkdir()
+    _workspace(main)
+    (warm / "a.txt").write_text("hello\n", encoding="utf-8")
+    emu = await EmulatorProc.start(_scenario(), tmp_path / "scenario.json")
+    env = isolated_env(
+        tmp_path, canary_key(), ANTHROPIC_BASE_URL=emu.url, AGENTD_SLOW_CALLBACK_MS=THRESHOLD_MS
+    )
+    stderr = tmp_path / "stderr"
+    try:
+        a = await _acp_agent(env, stderr, warm)
+        start = stderr.stat().st_size
+        sid = await a.new(main)
+        assert await a.prompt(sid, ACP + " Read m0.py and list src.", 600) == "end_turn"
+        fork = await a.call(a.conn.ext_method("agentd/session/fork", {"sessionId": sid}), 300)
+        assert fork["forkedFrom"] == sid, fork
+        assert await a.close() == 0
+        steps = slow_steps(stderr, start)
+
+        a = await _acp_agent(env, stderr, warm)
+        start = stderr.stat().st_size
+        await a.call(a.conn.load_session(cwd=str(main), session_id=sid, mcp_servers=[]), 300)
+        assert a.editor.of(sid, "tool_call"), "the load replayed no tool call"
+        assert await a.prompt(sid, ACP + " Go on.", 600) == "end_turn"
+        assert await a.close() == 0
         steps += slow_steps(stderr, start)
     finally:
         await emu.stop()

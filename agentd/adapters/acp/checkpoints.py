@@ -10,6 +10,7 @@ only through agentd.adapters.acp.errors.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -33,7 +34,7 @@ async def call(host: AcpHost, method: str, raw: dict[str, Any]) -> dict[str, Any
         return _checkpoints(host, _parse(pc.CheckpointsParams, method, raw))
     if method.endswith("/rewind"):
         return await _rewind(host, _parse(pc.RewindParams, method, raw))
-    return _fork(host, _parse(pc.ForkParams, method, raw))
+    return await _fork(host, _parse(pc.ForkParams, method, raw))
 
 
 def _parse(model: type[M], method: str, raw: dict[str, Any]) -> M:
@@ -64,12 +65,13 @@ async def _rewind(host: AcpHost, params: pc.RewindParams) -> dict[str, Any]:
     )  # fmt: skip
 
 
-def _fork(host: AcpHost, params: pc.ForkParams) -> dict[str, Any]:
+async def _fork(host: AcpHost, params: pc.ForkParams) -> dict[str, Any]:
+    """Written in a worker thread (issue 16 §1), as the LSP adapter's fork."""
     hosted = host.sessions.get(params.session_id)
     if hosted is not None:
-        if hosted.prompt_task is not None:
+        if hosted.prompt_task is not None or hosted.session.busy:
             raise busy(params.session_id)
-        return hosted.session.fork(params.at)
+        return await asyncio.to_thread(hosted.session.fork, params.at)
     from agentd.core.stored import fork_stored
     from agentd.persistence.index import read_meta
 
@@ -78,4 +80,4 @@ def _fork(host: AcpHost, params: pc.ForkParams) -> dict[str, Any]:
         host.hosted_of(params.session_id)  # raises SessionNotFound
     cwd = (meta or {}).get("cwd")
     settings = settings_of(cwd)[0] if isinstance(cwd, str) else None
-    return fork_stored(host.data_dir, params.session_id, params.at, settings)
+    return await asyncio.to_thread(fork_stored, host.data_dir, params.session_id, params.at, settings)

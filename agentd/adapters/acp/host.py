@@ -159,13 +159,15 @@ class AcpHost:
         bridge = AcpBridge(self)
         mcp = await start_mcp(settings, root, mcp_servers, warnings, self.data_dir)
         try:
-            from agentd.core.factory import create_session
+            from agentd.core.factory import built_off_loop, create_session
 
-            session = create_session(cwd=Path(root), settings=settings, provider=provider, data_dir=self.data_dir,
-                                     approver=bridge, sink=bridge.emit, lines=bridge.line, mcp=mcp)  # fmt: skip
+            session = await built_off_loop(create_session, cwd=Path(root), settings=settings, provider=provider,
+                                           data_dir=self.data_dir, approver=bridge, sink=bridge.emit,
+                                           lines=bridge.line, mcp=mcp)  # fmt: skip
         except BaseException:
             await close_quietly(mcp, provider)
             raise
+        await self._still_serving(session, provider)
         hosted = self._attach(Hosted(session=session, provider=provider, bridge=bridge), roots)
         self._after_setup(hosted, warnings)
         meta: dict[str, Any] = {
@@ -208,7 +210,7 @@ class AcpHost:
     async def _open(
         self, sid: str, root: str, mcp_servers: list[dict[str, Any]], warnings: list[str]
     ) -> Hosted:
-        from agentd.core.factory import open_session
+        from agentd.core.factory import built_off_loop, open_session
         from agentd.persistence.index import read_meta
 
         if read_meta(self.data_dir, sid) is None:
@@ -224,12 +226,22 @@ class AcpHost:
         mcp = await start_mcp(settings, root, mcp_servers, warnings, self.data_dir)
         bridge = AcpBridge(self)
         try:
-            session = open_session(session_id=sid, settings=settings, provider=provider, data_dir=self.data_dir,
-                                   approver=bridge, sink=bridge.emit, lines=bridge.line, mcp=mcp)  # fmt: skip
+            session = await built_off_loop(open_session, session_id=sid, settings=settings, provider=provider,
+                                           data_dir=self.data_dir, approver=bridge, sink=bridge.emit,
+                                           lines=bridge.line, mcp=mcp)  # fmt: skip
         except BaseException:
             await close_quietly(mcp, provider)
             raise
+        await self._still_serving(session, provider)
         return Hosted(session=session, provider=provider, bridge=bridge)
+
+    async def _still_serving(self, session: Session, provider: Provider) -> None:
+        """A session built (in a worker thread) while the client went away is closed, not attached: the
+        shutdown has already released the others, so nothing would release this one (issue 16 §1)."""
+        if self.serving:
+            return
+        await close_quietly(None, provider, session)
+        raise rpc("InvalidRequest", "The agent is shutting down; start it again.")
 
     def _attach(self, hosted: Hosted, roots: list[str]) -> Hosted:
         s = hosted.session
@@ -297,7 +309,8 @@ class AcpHost:
     async def shutdown(self) -> None:
         """End of input or SIGTERM (PROTOCOL.md §4.4): cancel every turn, flush, release every lock."""
         await asyncio.gather(*(self.close(sid) for sid in list(self.sessions)), return_exceptions=True)
-        self.serving = False
+        self.serving = False  # from now on a session built in a worker thread is closed, not attached
+        await asyncio.gather(*(self.close(sid) for sid in list(self.sessions)), return_exceptions=True)
         if self.resume is not None:
             self.resume.session.close()
             self.resume = None

@@ -8,6 +8,7 @@ conversation rewind the client calls `agentd/session/load` again to replay the n
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from agentd.adapters.lsp.errors import RpcError
@@ -46,14 +47,16 @@ async def rewind(conn: Connection, raw: Any) -> dict[str, Any]:
         raise _busy(params.session_id) from None
 
 
-def fork(conn: Connection, raw: Any) -> dict[str, Any]:
+async def fork(conn: Connection, raw: Any) -> dict[str, Any]:
+    """The fork is written in a worker thread (its log, audit log and links fsynced: issue 16 §1); it is
+    created, not opened, so a cancelled request leaves a complete fork and no lock behind."""
     params = parse(pc.ForkParams, "agentd/session/fork", raw)
     hosted = conn.sessions.get(params.session_id)
     if hosted is not None:
-        if hosted.prompt_task is not None:
+        if hosted.prompt_task is not None or hosted.session.busy:
             raise _busy(params.session_id)
         try:
-            return hosted.session.fork(params.at)
+            return await asyncio.to_thread(hosted.session.fork, params.at)
         except SessionBusyError:
             raise _busy(params.session_id) from None
     from agentd.core.stored import fork_stored
@@ -64,4 +67,4 @@ def fork(conn: Connection, raw: Any) -> dict[str, Any]:
         hosted_of(conn, params.session_id)  # raises SessionNotFound
     cwd = (meta or {}).get("cwd")
     settings = _settings(conn, cwd) if isinstance(cwd, str) else None
-    return fork_stored(conn.daemon.data_dir, params.session_id, params.at, settings)
+    return await asyncio.to_thread(fork_stored, conn.daemon.data_dir, params.session_id, params.at, settings)

@@ -87,9 +87,9 @@ def register(server: AgentdLanguageServer, conn: Connection) -> None:
         return await checkpoints.rewind(conn, params)
 
     @server.feature("agentd/session/fork")
-    def fork(params: Any) -> dict[str, Any]:
+    async def fork(params: Any) -> dict[str, Any]:
         """A new session with the history up to a checkpoint (§6.14)."""
-        return checkpoints.fork(conn, params)
+        return await checkpoints.fork(conn, params)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:

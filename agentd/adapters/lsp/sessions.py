@@ -9,6 +9,7 @@ approver; the provider SDKs are imported here, never before the `initialize` res
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -110,17 +111,19 @@ async def new_session(conn: Connection, raw: Any) -> dict[str, Any]:
     extra = [_dir(conn, method, d, "additionalDirectories") for d in params.additional_directories]
     settings = _settings(conn, cwd)
     provider = _provider(settings)
-    from agentd.core.factory import create_session
+    from agentd.core.factory import built_off_loop, create_session
 
     bridge = SessionBridge()
     mcp = await _start_mcp(conn, settings, cwd)
     try:
-        session = create_session(cwd=Path(cwd), settings=settings, provider=provider, data_dir=conn.daemon.data_dir,
-                                 approver=bridge, sink=bridge.emit, lines=bridge.line, mcp=mcp)  # fmt: skip
+        session = await built_off_loop(create_session, cwd=Path(cwd), settings=settings, provider=provider,
+                                       data_dir=conn.daemon.data_dir, approver=bridge, sink=bridge.emit,
+                                       lines=bridge.line, mcp=mcp)  # fmt: skip
     except BaseException:
         if mcp is not None:
             await mcp.aclose()
         raise
+    await _still_open(conn, session, provider)
     hosted = Hosted(session=session, provider=provider, settings=settings, bridge=bridge)
     _attach(conn, hosted, [cwd, *extra])
     await session.learn_window()  # status and usage updates report the served window from the start
@@ -158,11 +161,12 @@ async def load_session(conn: Connection, raw: Any) -> dict[str, Any]:
     if hosted is None:
         mcp = await _start_mcp(conn, _settings(conn, cwd), cwd)
         try:
-            hosted = _open(conn, sid, cwd, mcp)
+            hosted = await _open(conn, sid, cwd, mcp)
         except BaseException:
             if mcp is not None:
                 await mcp.aclose()
             raise
+        await _still_open(conn, hosted.session, hosted.provider)
         _attach(conn, hosted, [cwd, *extra])
     try:
         await hosted.session.learn_window()  # the closing usage_update reports the served window (issue 17)
@@ -190,8 +194,23 @@ async def _start_mcp(conn: Connection, settings: Any, cwd: str) -> Any:
     )
 
 
-def _open(conn: Connection, sid: str, cwd: str, mcp: Any = None) -> Hosted:
-    from agentd.core.factory import open_session
+async def _still_open(conn: Connection, session: Any, provider: Any) -> None:
+    """A session built while its client left (or shut down) is closed, not attached: the connection's
+    teardown has already released what it held, so nothing would release this one (issue 16 §1)."""
+    if conn.open:
+        return
+    await session.aclose()
+    with contextlib.suppress(Exception):
+        await provider.aclose()
+    from agentd.protocol.errors import SHUTTING_DOWN
+
+    raise RpcError("InvalidRequest", SHUTTING_DOWN)
+
+
+async def _open(conn: Connection, sid: str, cwd: str, mcp: Any = None) -> Hosted:
+    """Open stored session `sid` in a worker thread (`built_off_loop`): lock, read, replay. Raises
+    SessionNotFound, SessionLocked (shown to the user too), StorageError."""
+    from agentd.core.factory import built_off_loop, open_session
     from agentd.errors import SessionLocked
 
     slot = conn.daemon.resume
@@ -205,8 +224,9 @@ def _open(conn: Connection, sid: str, cwd: str, mcp: Any = None) -> Hosted:
         slot.hosted.session.close()
     bridge = SessionBridge()
     try:
-        session = open_session(session_id=sid, settings=settings, provider=provider, data_dir=conn.daemon.data_dir,
-                               approver=bridge, sink=bridge.emit, lines=bridge.line, mcp=mcp)  # fmt: skip
+        session = await built_off_loop(open_session, session_id=sid, settings=settings, provider=provider,
+                                       data_dir=conn.daemon.data_dir, approver=bridge, sink=bridge.emit,
+                                       lines=bridge.line, mcp=mcp)  # fmt: skip
     except SessionLocked as exc:
         d = exc.data
         who = (
