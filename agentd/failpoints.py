@@ -4,7 +4,10 @@
 (the caller writes half its pending bytes, flushes, fsyncs, then this kills), `raise`
 (raises `FailpointError`), `stamp` (appends `name detail monotonic-seconds` as one line to the file named by
 `AGENTD_FAILPOINT_STAMPS`: when the daemon passed the point, for latency measurements; `time.monotonic()` is
-one clock for every process of the machine). A suffix `@N` fires on the Nth hit only.
+one clock for every process of the machine), `gate` (the calling thread opens the FIFO named by
+`AGENTD_FAILPOINT_GATE` for reading and reads it to its end: it waits, without polling, until a test has opened
+the FIFO for writing, which tells the test the point is reached, and closed it). A suffix `@N` fires on the
+Nth hit only.
 Every point a test may name is in `POINTS`; `hit()` of an unregistered name is a bug (ValueError).
 """
 
@@ -31,6 +34,7 @@ POINTS = frozenset(
         "rewind.apply",
         "rewind.applied",
         "rewind.recorded",
+        "session.build",
     }
 )
 
@@ -86,6 +90,9 @@ def hit(name: str, detail: str = "") -> None:
         raise FailpointError(f"failpoint {name}")
     elif act == "stamp":
         _stamp(name, detail)
+    elif act == "gate":
+        with open(os.environ["AGENTD_FAILPOINT_GATE"], "rb") as gate:
+            gate.read()
 
 
 def _stamp(name: str, detail: str) -> None:

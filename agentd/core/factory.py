@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agentd import failpoints
 from agentd.audit import AuditLog
 from agentd.clock import Clock, default_clock
 from agentd.config import HooksSettings, Settings, user_config_path
@@ -348,7 +349,7 @@ async def built_off_loop(build: Callable[..., Session], /, **kwargs: Any) -> Ses
     thread is waited for and the session it built is closed (its lock released) before CancelledError is
     raised: nothing is left locked or leaked. Raises what `build` raises (SessionNotFound, SessionLocked,
     StorageError, ConfigError)."""
-    job = asyncio.get_running_loop().run_in_executor(None, lambda: build(**kwargs))
+    job = asyncio.get_running_loop().run_in_executor(None, lambda: _in_worker(build, kwargs))
     try:
         return await asyncio.shield(job)
     except asyncio.CancelledError:
@@ -360,3 +361,8 @@ async def built_off_loop(build: Callable[..., Session], /, **kwargs: Any) -> Ses
         if not job.cancelled() and job.exception() is None:
             job.result().close()
         raise
+
+
+def _in_worker(build: Callable[..., Session], kwargs: dict[str, Any]) -> Session:
+    failpoints.hit("session.build")  # tests hold the thread here (`gate`) to cancel or disconnect meanwhile
+    return build(**kwargs)
