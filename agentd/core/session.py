@@ -386,9 +386,9 @@ class Session:
             raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
         titled = self.title is not None
         heap.settle()  # the history so far is frozen: collections during the turn do not walk it
-        self.journal.defer_fsync = True  # the turn's fsyncs run off the loop (Journal)
-        self._task = asyncio.ensure_future(run_turn(self, blocks))
         try:
+            self.journal.defer_fsync = True  # the turn's fsyncs run off the loop (Journal)
+            self._task = asyncio.ensure_future(run_turn(self, blocks))
             try:
                 stop = await asyncio.shield(self._task)
             except asyncio.CancelledError:
@@ -399,7 +399,10 @@ class Session:
                 self.emit(updates.session_info_update(self.title, self.updated_at))
         finally:
             self.journal.defer_fsync = False
-            await self.settled()  # the answer goes after every update of the turn, all durable
+            try:
+                await self.settled()  # the answer goes after every update of the turn, all durable
+            finally:
+                heap.turn_ended()
         return stop
 
     async def _finish_cancelled(self) -> str:

@@ -48,44 +48,62 @@ def test_settle_freezes_what_the_process_holds() -> None:
     )
 
 
-def test_release_reclaims_a_closed_sessions_cycles_at_the_next_settle() -> None:
-    """A cycle frozen while alive is reclaimed once released: the next settle collects before freezing."""
+def test_a_closed_sessions_cycles_are_reclaimed_when_the_process_is_idle() -> None:
+    """break16 F5: the full pass a closed session needs runs IDLE_S after the last turn ended, never while a
+    turn runs, and never at the next turn's start (its stream would wait ~200 ms behind it)."""
     assert (
         _run("""
-        import gc, weakref
+        import asyncio, gc, weakref
         from agentd import heap
         heap.enable()
+        heap.IDLE_S = 0.0
         class Session: pass
-        s = Session(); s.me = s; s.history = [{"n": i} for i in range(100)]
-        ref = weakref.ref(s)
-        heap.settle()
-        del s
-        gc.collect()
-        kept = ref() is not None
-        heap.release()
-        heap.settle()
-        print(kept, ref() is None, gc.get_freeze_count() > 0)
+
+        async def main():
+            heap.settle()  # turn A starts
+            s = Session(); s.me = s; s.history = [{"n": i} for i in range(100)]
+            ref = weakref.ref(s)
+            heap.turn_ended()
+            heap.settle()  # turn B starts: s is frozen
+            del s
+            heap.release()  # s's session closed while B runs: nothing runs yet
+            for _ in range(3):
+                await asyncio.sleep(0)
+            during = ref() is not None
+            heap.settle(); heap.turn_ended()  # turn C starts and ends while B runs: still no pass
+            for _ in range(3):
+                await asyncio.sleep(0)
+            still = ref() is not None
+            heap.turn_ended()  # B ends: the process is idle, the pass runs
+            for _ in range(3):
+                await asyncio.sleep(0)
+            print(during, still, ref() is None, gc.get_freeze_count() > 0)
+
+        asyncio.run(main())
     """)
-        == "True True True"
+        == "True True True True"
     )
 
 
-def test_every_release_every_settles_collects() -> None:
-    """Without any session closing, cyclic garbage frozen while alive is reclaimed within RELEASE_EVERY
-    settles (the bound on what can pile up)."""
+def test_a_process_never_idle_passes_after_force_after_reasons() -> None:
+    """With turns always running, the pass comes at a turn start once FORCE_AFTER closes piled up, and
+    every RELEASE_EVERY settles count as one: what can be kept frozen is bounded."""
     assert (
         _run("""
         import gc, weakref
         from agentd import heap
         heap.enable()
         class Task: pass
+        heap.settle()
         t = Task(); t.me = t
         ref = weakref.ref(t)
         heap.settle()
         del t
-        for _ in range(heap.RELEASE_EVERY - 2):
-            heap.settle()
+        for _ in range(heap.FORCE_AFTER - 1):
+            heap.release()
+        heap.settle()
         before = ref() is not None
+        heap.release()
         heap.settle()
         print(before, ref() is None)
     """)
@@ -111,7 +129,7 @@ def test_the_previous_turns_cyclic_garbage_is_collected_by_the_next_settle() -> 
         import json.tool  # a module imported since: this settle freezes without a pass
         heap.settle()
         after_import = ref() is not None
-        heap.release(); heap.settle()
+        heap.full_pass()
         t = Task(); t.me = t
         ref = weakref.ref(t)
         del t
