@@ -50,6 +50,7 @@ from agentd.providers.base import Provider
 from agentd.providers.models import context_window
 from agentd.sandbox import Launcher, launcher_for, say_missing_once
 from agentd.sandbox.env import child_env, key_vars
+from agentd.sandbox.standins import sweep_left
 from agentd.tools.base import ToolContext
 from agentd.tools.registry import ToolRegistry, default_tools
 from agentd.tools.todo import TodoWrite
@@ -178,6 +179,7 @@ def _build(
     mcp: Any,
     sink: EventSink | None,
 ) -> Session:
+    sweep_left(data_dir.root)  # stand-ins a killed process left in a workspace go before anything runs
     todos = TodoTracker(max_items=settings.todos.max_items, stale_rounds=settings.todos.stale_rounds)
     hooks = Hooks(line_writer=lines)
     hooks.add_before_model("todo_reminder", todos.before_model)

@@ -76,7 +76,12 @@ class _StandIns:
                 return
             records.mkdir(mode=0o700, parents=True, exist_ok=True)
             tmp = target.with_suffix(".tmp")
-            tmp.write_text(json.dumps(mine), encoding="utf-8")
+            tmp.unlink(missing_ok=True)
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
+            )  # private (break16 F7)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(mine))
             os.replace(tmp, target)
 
     def sweep(self, records: Path) -> int:
@@ -140,8 +145,20 @@ def _remove_empty(path: Path, kind: str | None, key: tuple[int, ...]) -> int:
 STAND_INS = _StandIns()
 
 
+def records_in(data_root: Path) -> Path:
+    """`<data dir>/standins`: where the stand-ins held by the processes using that data dir are recorded."""
+    return data_root / "standins"
+
+
 def records_dir(policy: SandboxPolicy) -> Path:
     """Where the stand-ins held are recorded: `<data dir>/standins` (beside the quarantine folder)."""
     if policy.quarantine is not None:
-        return policy.quarantine.parent / "standins"
+        return records_in(policy.quarantine.parent)
     return Path(tempfile.gettempdir()) / f"agentd-standins-{os.getuid()}"
+
+
+def sweep_left(data_root: Path) -> int:
+    """Remove the stand-ins a process killed with SIGKILL left (`STAND_INS.sweep` of the data dir's records);
+    run as a session is created or opened, so a resume that runs no command leaves no empty `.git` or
+    `.vscode` behind in the workspace (break16 F7). Returns how many were removed."""
+    return STAND_INS.sweep(records_in(data_root))

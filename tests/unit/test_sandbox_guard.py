@@ -254,3 +254,30 @@ def test_stand_ins_left_by_a_kill_9_are_removed_by_the_next_launch(tmp_path: Pat
     Guard(build_policy([ws], p)).finish()
     assert sorted(os.listdir(ws)) == [".idea", "src"]
     assert list((tmp_path / "data" / "standins").iterdir()) == []
+
+
+def test_stand_ins_left_by_a_kill_9_go_when_a_session_opens_and_records_are_private(tmp_path: Path) -> None:
+    """break16 F7: `<data dir>/standins/<pid>.json` was 0644 (agentd's files are 0600), and the stand-ins a
+    `kill -9` left stayed in the workspace through a resume that ran no command. The record is 0600 and
+    building a session (create or open: agentd.core.factory) sweeps a dead process's leftovers."""
+    from agentd.sandbox.standins import sweep_left
+
+    ws = tmp_path / "ws"
+    make(ws, "src/a.py")
+    script = (
+        "import os, sys, stat; from pathlib import Path; from agentd.sandbox.guard import Guard;"
+        "from agentd.sandbox.policy import build_policy; from agentd.permissions.protected import ProtectedPaths;"
+        "t = Path(sys.argv[1]); Guard(build_policy([t / 'ws'], ProtectedPaths.of(t / 'home', t / 'cfg', t / 'data')));"
+        "[print(oct(stat.S_IMODE(r.stat().st_mode))) for r in (t / 'data' / 'standins').iterdir()];"
+        "sys.stdout.flush(); os.kill(os.getpid(), 9)"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=False, timeout=120,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == -9 and done.stdout.split() == ["0o600"], done
+    assert ".vscode" in os.listdir(ws)
+    from agentd.core.factory import create_session
+    from tests.integration.test_off_loop_sessions import _kwargs
+
+    create_session(cwd=ws, **_kwargs(ws, tmp_path / "data")).close()  # no command runs
+    assert sorted(os.listdir(ws)) == ["src"]
+    assert sweep_left(tmp_path / "data") == 0
