@@ -5,6 +5,9 @@
 - Before agentd is imported, HOME, XDG_* and AGENTD_DATA_DIR point at a session tmp dir; a session-end
   guard fails the run if agentd's paths under the real HOME changed.
 - In-process sockets may connect to loopback only.
+- The session tmp dir (`agentd-tests-*` under the system tmp dir) is this process's own: each pytest
+  process (an xdist worker too) makes one and removes it when pytest unconfigures, after the audit sweep
+  and after every subprocess of its tests has ended (new-user R5).
 - At the end of every pytest run, `agentd audit verify` (its function) checks every session the run left in
   a tmp dir or the isolated data dir; a broken audit log fails the run (issue 9 H6). A test that breaks
   one on purpose writes `AUDIT_TAMPERED_ON_PURPOSE` into its data dir.
@@ -14,7 +17,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 import socket
+import stat
 import tempfile
 from pathlib import Path
 
@@ -170,6 +175,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             f"\nAUDIT SWEEP: {len(broken)} of {checked} sessions have a broken audit log:\n"
             + "\n".join(broken)
         )
+
+
+def remove_tree(root: Path) -> None:
+    """Delete `root` and everything under it, also folders a test made read-only (a sandbox's guarded
+    dirs, a protected file's folder); a missing `root` is fine; what still cannot go stays (new-user R5)."""
+    if not root.exists():
+        return
+    _owner_rwx(root)
+    for top, dirs, _files in os.walk(root):
+        for name in dirs:
+            _owner_rwx(Path(top) / name)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _owner_rwx(path: Path) -> None:
+    try:
+        if not path.is_symlink():
+            path.chmod(path.lstat().st_mode | stat.S_IRWXU)
+    except OSError:
+        pass
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    remove_tree(_SESSION_TMP)  # new-user R5: one `agentd-tests-*` folder per run was left behind
 
 
 @pytest.fixture
