@@ -294,9 +294,14 @@ def _read_line(fd: int) -> str:
 
 
 def _add_doctor_parser(sub: Any) -> None:
-    """`agentd doctor [--workspace DIR] [--json]` (PROTOCOL.md §3.1; issue 12)."""
+    """`agentd doctor [--workspace DIR] [--json]` (PROTOCOL.md §3.1; issue 12); the workspace is the current
+    folder unless `--workspace` names another, as for `agentd run` and `agentd chat` (new-user R4)."""
     doctor = sub.add_parser("doctor", help="does the sandbox work here; which protections are missing")
-    doctor.add_argument("--workspace", metavar="DIR", help="also read this project's .agentd/config.toml")
+    doctor.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="the project whose .agentd/config.toml counts (default: the current folder)",
+    )
     doctor.add_argument("--json", action="store_true", help="the report as JSON (for editors)")
     _add_globals(doctor, 1)
 
@@ -310,9 +315,20 @@ def _doctor(args: argparse.Namespace) -> int:
         data: Path | str = resolve_data_dir(args.data_dir, write=False)
     except ConfigError as exc:  # reported with the other facts, not instead of them
         data = exc.message
-    rep = report(_workspace(args.workspace) if args.workspace else None, data)
+    rep = report(_doctor_workspace(args.workspace), data)
     sys.stdout.write(json.dumps(rep, indent=2) + "\n" if args.json else render(rep))
     return int(rep["exitCode"])
+
+
+def _doctor_workspace(raw: str | None) -> Path | None:
+    """`--workspace DIR` (an error if it is no usable folder), else the current folder as `agentd run` takes
+    it; a current folder agentd cannot use as a workspace leaves the user config only (new-user R4)."""
+    if raw is not None:
+        return _workspace(raw)
+    try:
+        return _workspace(".")
+    except (ConfigError, OSError):
+        return None
 
 
 def _add_mcp_parser(sub: Any) -> None:

@@ -73,7 +73,8 @@ def render(rep: dict[str, Any]) -> str:
     cfg = rep["config"]
     lines.append(f"user config: {cfg['user']}")
     if cfg["workspace"]:
-        lines.append(f"workspace config: {cfg['workspace']}")
+        absent = "" if Path(cfg["workspace"]).is_file() else " (none)"
+        lines.append(f"workspace config: {cfg['workspace']}{absent}")
     if cfg["error"]:
         lines.append(f"  ERROR {cfg['error']}")
     lines += [f"  warning: {w}" for w in cfg["warnings"]]

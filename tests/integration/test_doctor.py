@@ -54,3 +54,25 @@ def test_doctor_command_json(tmp_path: Path) -> None:
     assert (done.returncode, rep["sandbox"]["mode"], rep["sandbox"]["active"]) == (0, "off", False)
     assert {"file system", "secrets", "network"} <= set(rep["missing"])
     assert done.stderr == b""
+
+
+def test_doctor_reads_the_config_of_the_current_folder(tmp_path: Path) -> None:
+    """new-user R4: `agentd doctor` run inside a project ignored its `.agentd/config.toml` (`"workspace":
+    null`) unless given `--workspace .`; the current folder is now the default workspace, as for
+    `agentd run`, and `--workspace DIR` still names another."""
+    ws, other = tmp_path / "ws", tmp_path / "other"
+    (ws / ".agentd").mkdir(parents=True)
+    other.mkdir()
+    (ws / ".agentd" / "config.toml").write_text('[permissions]\ndefault_mode = "auto"\n')
+    env = {**os.environ, "AGENTD_DATA_DIR": str(tmp_path / "data")}
+
+    def doctor(*args: str) -> dict[str, object]:
+        cmd = [sys.executable, "-m", "agentd", "doctor", "--json", *args]
+        done = subprocess.run(cmd, cwd=ws, capture_output=True, env=env, timeout=60, check=False)
+        return dict(json.loads(done.stdout)["config"])
+
+    here = doctor()
+    assert here["workspace"] == f"{ws}/.agentd/config.toml"
+    assert [w.split(":")[0] for w in here["warnings"]] == [f"{ws}/.agentd/config.toml"]  # type: ignore[union-attr]
+    there = doctor("--workspace", str(other))
+    assert (there["workspace"], there["warnings"]) == (f"{other}/.agentd/config.toml", [])
