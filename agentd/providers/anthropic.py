@@ -45,6 +45,7 @@ from agentd.providers.base import (
     Usage,
     import_off_loop,
     is_local,
+    pace,
 )
 from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 
@@ -508,11 +509,14 @@ class AnthropicProvider:
             async with asyncio.timeout(self._timeout_s):
                 events = await cast(Any, client.messages).create(**body, stream=True)
                 async with events:
+                    n = 0
                     async for event in events:
                         if getattr(event, "type", None) not in STREAM_EVENTS:
                             continue
                         for out in acc.feed(event.to_dict()):
                             on_event(out)
+                        n += 1
+                        await pace(n)
         except asyncio.CancelledError:
             raise
         except TimeoutError:

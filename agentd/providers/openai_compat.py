@@ -64,7 +64,15 @@ from agentd.providers.anthropic import (
     provider_error_for_status,
     scrub,
 )
-from agentd.providers.base import ModelRequest, ModelResponse, OnEvent, StreamEvent, Usage, import_off_loop
+from agentd.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    OnEvent,
+    StreamEvent,
+    Usage,
+    import_off_loop,
+    pace,
+)
 from agentd.providers.http import ClientKey, ClientPool, Lease, shared_pool
 from agentd.providers.text_calls import (
     MAX_MALFORMED_ROUNDS,
@@ -595,9 +603,12 @@ class OpenAICompatProvider:
             async with asyncio.timeout(self._timeout_s):
                 chunks = await cast(Any, client.chat.completions).create(**self.body(request), stream=True)
                 async with chunks:
+                    n = 0
                     async for chunk in chunks:
                         for out in acc.feed(chunk.to_dict()):
                             on_event(out)
+                        n += 1
+                        await pace(n)
         except asyncio.CancelledError:
             raise
         except TimeoutError:

@@ -8,6 +8,7 @@ truncated tool_use, and the API key kept out of every log record and error text 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import traceback
@@ -349,3 +350,33 @@ async def test_the_api_key_is_in_no_log_record_and_no_error(
     assert len(records) > 0
     assert [r for r in records if KEY in r] == []
     assert [t for e in errors for t in _texts(e) if KEY in t] == []
+
+
+async def test_a_burst_of_stream_events_lets_the_loop_run(
+    emulator: Emulator, provider: AnthropicProvider
+) -> None:
+    """break16 F6 (issue 16 §1): a long reply whose events arrive at once was handled in one step of the
+    event loop (16-34 ms of CPU, every other session waiting). The provider lets the loop run every
+    STREAM_YIELD_EVERY events: a callback that reschedules itself runs between them."""
+    from collections import Counter
+
+    from agentd.providers.base import STREAM_YIELD_EVERY
+
+    emulator.script({"answers": [{"reply": [{"text": "x" * 16 * 200}]}]})
+    loop = asyncio.get_running_loop()
+    turns = [0]
+    done = [False]
+
+    def tick() -> None:
+        turns[0] += 1
+        if not done[0]:
+            loop.call_soon(tick)
+
+    seen: list[int] = []
+    tick()
+    try:
+        await provider.stream(request([user("Write a lot.")]), lambda e: seen.append(turns[0]))
+    finally:
+        done[0] = True
+    assert len(seen) > 100
+    assert max(Counter(seen).values()) <= STREAM_YIELD_EVERY + 2
