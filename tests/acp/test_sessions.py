@@ -73,7 +73,9 @@ async def test_modes_resume_close_extensions_and_slash_commands(
     assert await a.prompt(sid, "/compact") == "end_turn"
     assert len(emulator.journal) == before  # slash commands make no model request
     said = [u["content"]["text"] for u in a.editor.of(sid, "agent_message_chunk")][-2:]
-    assert said[0].startswith("Model: claude-sonnet-4-6 (anthropic), mode acceptEdits, 1 turns.")
+    assert said[0].startswith(
+        "Model: claude-sonnet-4-6 (anthropic), mode acceptEdits, 1 turn."
+    )  # new-user nit: not "1 turns"
     assert said[1] == "Nothing to compress yet: the history is too short."
     assert await a.prompt(sid, "/nope is not a command") == "end_turn"  # goes to the model
     assert emulator.journal[-1]["body"]["messages"][-1]["content"][0]["text"] == "/nope is not a command"

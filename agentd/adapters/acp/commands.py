@@ -81,7 +81,7 @@ def _status(st: dict[str, Any]) -> str:
     ctx, t = st["context"], st["totals"]
     lines = [
         f"Model: {model_label(st['provider'], st['model'], provider_first=False)}, mode {st['mode']}, "
-        f"{st['turns']} turns.",
+        f"{st['turns']} turn{'' if st['turns'] == 1 else 's'}.",
         f"Context: {ctx['usedTokens']:,} of {ctx['windowTokens']:,} tokens (compresses at "
         f"{ctx['compressThresholdTokens']:,}; {ctx['messages']} messages, {ctx['compactions']} compactions).",
         f"Requests: {t['requests']}; tokens in {t['inputTokens']:,}, out {t['outputTokens']:,}, cache read "
