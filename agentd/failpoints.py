@@ -35,6 +35,7 @@ POINTS = frozenset(
         "rewind.applied",
         "rewind.recorded",
         "session.build",
+        "history.page",
     }
 )
 

@@ -85,6 +85,22 @@ def earlier_updates(session: Session, records: list[dict[str, Any]], before: int
             "before": typed[start][0].get("seq") if earlier else None}  # fmt: skip
 
 
+def conversation_updates(
+    session: Session, records: Iterable[dict[str, Any]], active: Container[int]
+) -> list[dict[str, Any]]:
+    """The conversation updates of `records` (in log order, no summary first), as a page of `_page` shows
+    them; a part of a page whose tool uses have their final records within it gives what the page gives
+    for it (agentd/core/pages.py)."""
+    typed = _typed(records, active)
+    return _page(session, typed, active, 0, len(typed))
+
+
+def summary_update(rec: dict[str, Any], before: Any) -> dict[str, Any] | None:
+    """The summary update of compaction record `rec` (`earlier.before` = `before`), None if malformed."""
+    m = r.parse_record(rec)
+    return _summary(rec, m, before=before) if isinstance(m, r.CompactionRecord) else None
+
+
 def _typed(records: Iterable[dict[str, Any]], active: Any) -> list[tuple[dict[str, Any], r.Record]]:
     return [(rec, m) for rec in records if on_branch(rec, active) and (m := r.parse_record(rec)) is not None]
 

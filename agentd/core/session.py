@@ -61,12 +61,13 @@ from agentd.core.checkpoints import Checkpointer
 from agentd.core.compaction import compress
 from agentd.core.context import Context
 from agentd.core.fork import fork_session
-from agentd.core.history import earlier_updates, last_page_updates, replay_updates
+from agentd.core.history import last_page_updates, replay_updates
 from agentd.core.hooks import Hooks
 from agentd.core.instructions import Instructions, user_instructions_dir
 from agentd.core.instructions import load as load_instructions
 from agentd.core.journal import Journal, new_message_id
 from agentd.core.loop import run_turn
+from agentd.core.pages import PAGE_BYTES, read_page
 from agentd.core.prompts import system_blocks
 from agentd.core.replay import replay_branch
 from agentd.core.rewind import listing, rewind
@@ -329,11 +330,13 @@ class Session:
         records = (rec for _, rec in store.iter_records(turn))
         return last_page_updates(self, records, branch, todos=todos)
 
-    def history(self, before: int) -> dict[str, Any]:
-        """The `agentd/session/history` result (PROTOCOL.md §6.15): the page of replay updates before the
-        compaction whose seq is `before`, and the next `before` (None on the first page). Raises
-        UsageError for a `before` that is not such a seq."""
-        return earlier_updates(self, self.journal.all_records(), before)
+    def history(self, before: int, max_bytes: int = PAGE_BYTES) -> dict[str, Any]:
+        """The `agentd/session/history` result (PROTOCOL.md §6.15): the replay updates of the records before
+        record `before`, at most `max_bytes` of them, back to the start of their page (a compaction's turn,
+        its summary first), and the `before` to go on with (None at the log's start); read through the
+        log's index, not the whole log (agentd/core/pages.py). Blocking file reads: the adapters call it in
+        a worker thread. Raises UsageError for a `before` that is no turn's start or assistant message."""
+        return read_page(self, before, max_bytes).result()
 
     # ---- checkpoints (issue 13) ----------------------------------------------------------------------
     def checkpoints(self) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from agentd.persistence.logindex import (
     rewrite_entries,
     scan_tail,
 )
+from agentd.persistence.logseek import find_seq, head_at, iter_lines_back
 from agentd.persistence.paths import (
     DataDir,
     as_data_dir,
@@ -415,6 +416,42 @@ class SessionStore:
         except (OSError, ValueError) as exc:
             raise StorageError(
                 f"Session {self.session_id}: cannot read {self.log_path} at byte {offset} ({exc}).",
+                sessionId=self.session_id, path=str(self.log_path),
+            ) from None  # fmt: skip
+
+    def offset_of(self, seq: int) -> int | None:
+        """The byte offset of record `seq` (binary search, `logindex.find_seq`), None when the log has no
+        such record. Raises StorageError."""
+        try:
+            return find_seq(self._require_open(), self._size, seq)
+        except OSError as exc:
+            raise StorageError(
+                f"Session {self.session_id}: cannot read {self.log_path} ({exc}).",
+                sessionId=self.session_id, path=str(self.log_path),
+            ) from None  # fmt: skip
+
+    def head_at(self, offset: int) -> tuple[int, str, str | None] | None:
+        """(seq, kind, role or None) of the record at byte `offset` (`logindex.head_at`: its line's head,
+        not parsed), None if none starts there. Raises StorageError."""
+        try:
+            return head_at(self._require_open(), offset)
+        except OSError as exc:
+            raise StorageError(
+                f"Session {self.session_id}: cannot read {self.log_path} at byte {offset} ({exc}).",
+                sessionId=self.session_id, path=str(self.log_path),
+            ) from None  # fmt: skip
+
+    def iter_records_back(self, start: int, end: int) -> Iterator[tuple[int, int, dict[str, Any]]]:
+        """(byte offset, line length, decoded record) of each record in bytes [start, end), last first, read
+        backwards (`logindex.iter_lines_back`); both bounds where records start. Raises StorageError."""
+        fd = self._require_open()
+        at = end
+        try:
+            for at, line in iter_lines_back(fd, start, end):
+                yield at, len(line), decode_line(line)
+        except (OSError, ValueError) as exc:
+            raise StorageError(
+                f"Session {self.session_id}: cannot read {self.log_path} before byte {at} ({exc}).",
                 sessionId=self.session_id, path=str(self.log_path),
             ) from None  # fmt: skip
 

@@ -298,3 +298,42 @@ def generate_compacted(data_dir: Path | str, *, mib: float, live_kib: float, see
     finally:
         store.close()
     return sid
+
+
+def generate_paged(data_dir: Path | str, *, compactions: int, kib_between: float, seed: int) -> str:
+    """A session with `compactions` `compaction` records (break16 F4: paging back through history), about
+    `kib_between` KiB of turns before each and after the last; each compaction ends the turn it follows
+    (written after its last message, the shape `generate_compacted` writes). Returns the session id
+    (`sess_bench_paged_<compactions>_<seed>`); its cwd is `<data_dir>/workspace`."""
+    rng = random.Random(seed)
+    sid = f"sess_bench_paged_{compactions}_{seed}"
+    meta = {
+        "cwd": str(Path(data_dir) / "workspace"),
+        "provider": "anthropic",
+        "model": MODEL,
+        "directories": [],
+    }
+    (Path(data_dir) / "workspace").mkdir(parents=True, exist_ok=True)
+    store = SessionStore.create(DataDir(data_dir), sid, meta, clock=_Clock(rng))
+    try:
+        ids, turns = _Ids(rng), 0
+        for part in range(compactions + 1):
+            if part:
+                summary = {"role": "user", "content": [{"type": "text", "text": f"[Summary {part}]\n"
+                           + _text_of(rng, 2000)}]}  # fmt: skip
+                ack = {"role": "assistant", "content": [{"type": "text", "text": "Understood."}]}
+                store.append(
+                    "compaction", {"replaced": 2, "summary": summary, "ack": ack, "kept": [], "stale": 0}
+                )
+            written, chunk = 0, 0
+            while written < kib_between * 2**10:
+                chunk += 1
+                for batch in _turns(rng, ids, 12, f"toolu_p{part:03d}_{chunk:04d}_"):
+                    records = store.append_many(batch, fsync=False)
+                    written += sum(len(json.dumps(r)) + 1 for r in records)
+                    turns += batch[0][0] == "prompt"
+        store.sync()
+        store.update_meta(turns=turns, title="A paged session", model=MODEL)
+    finally:
+        store.close()
+    return sid

@@ -62,9 +62,9 @@ def register(server: AgentdLanguageServer, conn: Connection) -> None:
         return turns.todos(conn, params)
 
     @server.feature("agentd/session/history")
-    def history(params: Any) -> dict[str, Any]:
-        """The page of history before a compaction (§6.15)."""
-        return turns.history(conn, params)
+    async def history(params: Any) -> dict[str, Any]:
+        """A page of history before record `before` (§6.15), read in a worker thread."""
+        return await turns.history(conn, params)
 
     @server.feature("agentd/session/status")
     def status(params: Any) -> dict[str, Any]:

@@ -142,10 +142,12 @@ def todos(conn: Connection, raw: Any) -> dict[str, Any]:
     return hosted_of(conn, params.session_id).session.todos()
 
 
-def history(conn: Connection, raw: Any) -> dict[str, Any]:
-    """A page of the history before a compaction (PROTOCOL.md §6.15; issue 16)."""
+async def history(conn: Connection, raw: Any) -> dict[str, Any]:
+    """A page of the history before record `before` (PROTOCOL.md §6.15; issue 16, break16 F4): read in a
+    worker thread (only the log's file is touched there), so other requests are answered meanwhile."""
     params = parse(ps.HistoryParams, "agentd/session/history", raw)
-    return hosted_of(conn, params.session_id).session.history(params.before)
+    session = hosted_of(conn, params.session_id).session
+    return await asyncio.to_thread(session.history, params.before)
 
 
 def status(conn: Connection, raw: Any) -> dict[str, Any]:
