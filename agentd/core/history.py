@@ -1,7 +1,10 @@
 """The `session/load` replay as session updates (PROTOCOL.md §6.2), for every adapter (issue 10 Part 1).
 
 Owns: `replay_updates(session, records)`, `last_page_updates` (the same from the records of the last page
-only) and `earlier_updates(session, records, before)` (the pages before the last compaction, issue 16): from the session log, in this order, a `session_info_update`
+only), `conversation_updates` and `summary_update` (the parts agentd/core/pages.py answers
+`agentd/session/history` with, read through the index) and `earlier_updates(session, records, before)` (a
+whole page before a compaction from the whole log: the reference those answers must equal; tests and small
+logs, issue 16): from the session log, in this order, a `session_info_update`
 (stored title and `updatedAt`) and a `current_mode_update` when the mode is not `default`; the conversation
 in log order (a `checkpoint` per checkpoint on the active branch, `user_message_chunk` per stored prompt block, `agent_thought_chunk` / `agent_message_chunk` per
 stored assistant block with the original `messageId`, one `tool_call` per tool use carrying its final state,
@@ -67,7 +70,8 @@ def _load(session: Session, page: list[dict[str, Any]], todos: bool) -> list[dic
 
 
 def earlier_updates(session: Session, records: list[dict[str, Any]], before: int) -> dict[str, Any]:
-    """The `agentd/session/history` result (PROTOCOL.md §6.15): `{updates, before}`, the conversation
+    """The whole-log reference of `agentd/session/history` (agentd/core/pages.py answers it without reading the
+    whole log, in bounded parts that put together equal this): `{updates, before}`, the conversation
     updates of the page that ends where the page starting at record seq `before` starts, and the next
     `before` (None on the first page). Raises UsageError when `before` is not where a page starts."""
     active = active_seqs(records)
