@@ -18,6 +18,7 @@ def test_the_session_home_may_hold_read_only_folders() -> None:
     (locked / "inner" / "f").write_text("x")
     (locked / "inner").chmod(0o500)
     locked.chmod(0o500)
+    assert locked.stat().st_mode & 0o777 == 0o500
 
 
 def test_a_pytest_run_removes_its_own_session_tmp_dir(tmp_path: Path) -> None:
