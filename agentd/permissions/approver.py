@@ -188,7 +188,7 @@ _ANSWERS: dict[str, ApprovalOption] = {
 
 def render_prompt(req: ApprovalRequest) -> str:
     """The question shown on the terminal: the title, then the unified diff (first 200 lines) or the
-    command and its cwd, then the choices."""
+    command, its cwd and where it runs (`Preview.sandbox_note`), then the choices."""
     p = req.preview
     lines = [f"[agentd] {req.title}"]
     if req.protected is not None:  # why --yes, --allow and rules did not answer (issue 12 §3)
@@ -203,6 +203,8 @@ def render_prompt(req: ApprovalRequest) -> str:
     elif p.command is not None:
         lines.append(f"$ {visible(p.command, one_line=True)}")
         lines.append(f"(cwd {p.cwd})" if p.cwd else "")
+        note = p.sandbox_note()  # where it runs: in the sandbox, or outside it (new-user R2)
+        lines.append(f"({note})" if note else "")
     elif p.path:
         lines.append(p.path)
     else:

@@ -141,6 +141,15 @@ class Preview:
     sandboxed: bool = False
     escalation: str | None = None
 
+    def sandbox_note(self) -> str | None:
+        """How a question about a command says where it runs: `asks for: outside the sandbox` (or
+        `asks for: network`) when it asks for more than the sandbox, `runs in the sandbox` when it runs
+        inside; None for what is no sandboxed command (an edit, an MCP call, no sandbox here). The one
+        wording of every front end that asks (the terminal client, `agentd run`; new-user R2)."""
+        if self.escalation:
+            return f"asks for: {self.escalation}"
+        return "runs in the sandbox" if self.sandboxed else None
+
 
 class Tool(abc.ABC):
     """One tool. Subclasses set the class attributes and implement `run`.

@@ -148,9 +148,8 @@ class KeyboardApprover:
             v.print(Text("$ " + visible(p.command, one_line=True), style="bold"))
             if p.cwd:
                 v.print(Text(f"  in {visible(p.cwd, one_line=True)}", style="dim"))
-            if p.escalation:
-                v.print(Text(f"  asks for: {visible(p.escalation, one_line=True)}", style="yellow"))
-            elif p.sandboxed:
-                v.print(Text("  runs in the sandbox", style="dim"))
+            note = p.sandbox_note()
+            if note:
+                v.print(Text(f"  {visible(note, one_line=True)}", style="yellow" if p.escalation else "dim"))
         else:
             v.print(Text(visible(p.path or p.summary), style="dim"))
