@@ -68,7 +68,6 @@ def run_demo(data_dir_flag: str | None) -> int:
             settings=settings,
             data_dir=dd,
             approver=AutoApprover(WHO),
-            show_work=True,
             provider_env={"ANTHROPIC_API_KEY": "demo-key-for-the-local-emulator"},
         )
         outcome = asyncio.run(run_terminal_turn(setup))

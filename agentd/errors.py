@@ -11,7 +11,7 @@ from typing import Any
 
 # The exit codes of the command line that are not an error's (PROTOCOL.md §3.1); agentd.cli re-exports them.
 EXIT_OK, EXIT_USAGE, EXIT_PROVIDER, EXIT_STOP, EXIT_SIGINT = 0, 2, 6, 7, 130
-EXIT_NO_TERMINAL = 9  # `run`: every write of the turn was refused because there was no terminal to ask (H9)
+EXIT_NO_TERMINAL = 9  # `run`: every action (write) of the turn was refused: no terminal to ask (H9, R7)
 EXIT_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a Unix tool whose reader went away (H7)
 
 

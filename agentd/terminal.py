@@ -1,8 +1,8 @@
 """The terminal front end of `agentd run` and `agentd demo` (PROTOCOL.md §3.1).
 
 Owns: `run_terminal_turn` (one turn: open or create the session, run it, the exit code of PROTOCOL.md
-§3.1), `Printer` (the session-update sink: the assistant's text on stdout, operator lines on stderr, and for
-the demo the plan as a list and the command output), the approvers' front-end wrappers (`CountingApprover`,
+§3.1), `Printer` (the session-update sink: the assistant's text on stdout, operator lines on stderr: the
+plan as a checklist, a running command and its output), the approvers' front-end wrappers (`CountingApprover`,
 `AutoApprover`), what every terminal front end shares with the interactive client (agentd.adapters.tui):
 `provider_for`, `open_or_create` (a session with its MCP servers), `discard_session` (H11) and
 `cache_summary`; `TurnReport` (what the exit code needs to know about a turn) and the texts of the turn's
@@ -34,41 +34,64 @@ from agentd.text import visible
 
 log = logging.getLogger("agentd.run")
 WRITE_KINDS = frozenset({"edit", "delete", "move", "execute"})  # ACP tool kinds that change something
+# ACP tool kinds that change nothing: every other call is an action (a write, or a tool whose effect is
+# unknown, as an MCP tool without `readOnlyHint`), which exit 9 counts (PROTOCOL.md §3.1; new-user R7)
+READ_ONLY_KINDS = frozenset({"read", "search", "think", "fetch"})
 CANCELLED_LINE = "[cancelled]"
 # Signals that cancel a running turn as Ctrl-C does; `agentd run` then exits with 128 + the number.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EMPTY_REPLY_LINE = "[the model's last reply was empty]"
 _MARKS = {"completed": "[x]", "done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 OUTPUT_MAX_LINES = 40
+OUTPUT_MAX_COLUMNS = 400
+PROGRESS_EVERY_S = 10.0  # how often `[Running] … · still running after N s` repeats while a command runs
 
 
 @dataclass
 class TurnReport:
     """What happened in one turn, for the exit code (PROTOCOL.md §3.1).
 
-    `no_terminal`: tools refused because nobody could be asked; `writes_started`: tool calls of a write kind
-    (edit, delete, move, execute) that started; `replied`: the model's last reply had text."""
+    `no_terminal`: tools refused because nobody could be asked, and `no_terminal_kinds` their ACP kinds;
+    `actions_started`: calls that are actions (not of a READ_ONLY_KINDS kind) that started; `replied`: the
+    model's last reply had text."""
 
     no_terminal: list[str] = field(default_factory=list)
+    no_terminal_kinds: list[str] = field(default_factory=list)
     no_terminal_protected: list[str] = field(default_factory=list)  # the protected path classes among them
-    writes_started: int = 0
+    actions_started: int = 0
     replied: bool = False
 
     @property
-    def writes_all_refused_for_no_terminal(self) -> bool:
-        """Every write of the turn was refused because there was no terminal to ask (exit 9)."""
-        return bool(self.no_terminal) and self.writes_started == 0
+    def actions_all_refused_for_no_terminal(self) -> bool:
+        """Every action of the turn (a write, or a call of a tool not marked read-only) was refused because
+        there was no terminal to ask (exit 9); a refused read-only call alone is no such turn (new-user R7)."""
+        return self.actions_refused_for_no_terminal and self.actions_started == 0
+
+    @property
+    def actions_refused_for_no_terminal(self) -> bool:
+        """An action (a call of a kind not in READ_ONLY_KINDS) was refused for lack of a terminal."""
+        return any(k not in READ_ONLY_KINDS for k in self.no_terminal_kinds)
 
     def no_terminal_hint(self) -> str:
+        """The last line of a turn that had calls refused for lack of a terminal: `every write` when they were
+        all writes (kind edit, delete, move, execute), `every action` when a tool not marked read-only was
+        among them, else `N read-only tool calls` (the turn did not exit 9 for them)."""
         tools = ", ".join(dict.fromkeys(self.no_terminal))
         first = self.no_terminal[0]
+        if not self.actions_refused_for_no_terminal:
+            n = len(self.no_terminal)
+            what = f"{n} read-only tool call{'s' if n > 1 else ''} of this turn {'were' if n > 1 else 'was'}"
+        elif all(k in WRITE_KINDS for k in self.no_terminal_kinds if k not in READ_ONLY_KINDS):
+            what = "every write of this turn was"
+        else:
+            what = "every action of this turn was"
         hint = f"rerun with --yes or --allow TOOL (e.g. --allow {first})"
         if self.no_terminal_protected:
             classes = ", ".join(dict.fromkeys(self.no_terminal_protected))
             hint = (f"{'' if len(self.no_terminal_protected) == len(self.no_terminal) else hint + '; '}a write to a "
                     f"protected path ({classes}) is allowed only by a person at a terminal: run on a terminal, "
                     "or change the file yourself")  # fmt: skip
-        return f"agentd: {NO_TERMINAL}, so every write of this turn was refused ({tools}); {hint}"
+        return f"agentd: {NO_TERMINAL}, so {what} refused ({tools}); {hint}"
 
 
 class CountingApprover:
@@ -84,6 +107,7 @@ class CountingApprover:
         if outcome.detail != NO_TERMINAL:
             return outcome
         self.report.no_terminal.append(req.tool_name)
+        self.report.no_terminal_kinds.append(req.kind)
         note = f"{NO_TERMINAL}; use --yes or --allow {req.tool_name}"
         if req.protected is not None:  # --yes and --allow never answer it (PresetApprover)
             self.report.no_terminal_protected.append(req.protected)
@@ -109,21 +133,28 @@ class AutoApprover:
 
 
 class Printer:
-    """The session-update sink and line writer of a terminal turn.
+    """The session-update sink and line writer of a terminal turn (`agentd run`, `agentd demo`).
 
-    stdout: the assistant's text only (a retried reply is marked on stderr). With `show_work` (the demo),
-    stderr also shows the plan as a list and each command's output. A closed stdout or stderr (`| head`)
-    calls `on_closed` once (the caller cancels the turn) and nothing more is written."""
+    stdout: the assistant's text only (a retried reply is marked on stderr). stderr also shows the plan as
+    a checklist (`[Plan]`), a command while it runs (`[Running] <title>`, repeated every `progress_every_s`
+    seconds with the time so far) and its output when it ends (`[Output]`, the first OUTPUT_MAX_LINES
+    lines; new-user R3, R7). A closed stdout or stderr (`| head`) calls `on_closed` once (the caller
+    cancels the turn) and nothing more is written."""
 
     def __init__(
-        self, report: TurnReport, on_closed: Callable[[], None] | None = None, show_work: bool = False
+        self,
+        report: TurnReport,
+        on_closed: Callable[[], None] | None = None,
+        progress_every_s: float = PROGRESS_EVERY_S,
     ) -> None:
         self.report = report
         self.on_closed = on_closed
-        self.show_work = show_work
+        self.progress_every_s = progress_every_s
         self.closed = False
         self.message_id: str | None = None
         self.kinds: dict[str, str] = {}
+        self.titles: dict[str, str] = {}
+        self.running: dict[str, asyncio.TimerHandle] = {}  # a running command's next progress line
 
     def update(self, update: dict[str, Any]) -> None:
         """Handle one session/update (PROTOCOL.md §7)."""
@@ -134,6 +165,9 @@ class Printer:
         self._guard(console.line, text)
 
     def end(self) -> None:
+        for handle in self.running.values():
+            handle.cancel()
+        self.running.clear()
         self._guard(console.end)
 
     def _guard(self, fn: Callable[..., None], *args: Any) -> None:
@@ -152,6 +186,7 @@ class Printer:
             self._text(update)
         elif kind == "tool_call":
             self.kinds[update["toolCallId"]] = str(update.get("kind", "other"))
+            self.titles[update["toolCallId"]] = visible(str(update.get("title") or ""), one_line=True)
             self.report.replied = False
         elif kind == "tool_call_update":
             self._tool_update(update)
@@ -159,11 +194,11 @@ class Printer:
             reason = visible(str(update.get("message") or "the request failed"), one_line=True)
             delay = float(update.get("delayS") or 0)
             console.line(f"[Retry] {reason} · attempt {update.get('attempt')} failed; next in {delay:g} s")
-        elif kind == "plan" and self.show_work:
-            entries = update.get("entries") or []
+        elif kind == "plan":
             console.line("[Plan]")
-            for e in entries:
-                console.line(f"  {_MARKS.get(e.get('status', ''), '[ ]')} {e.get('content', '')}")
+            for e in update.get("entries") or []:
+                mark = _MARKS.get(e.get("status", ""), "[ ]")
+                console.line(f"  {mark} {visible(str(e.get('content', '')), one_line=True)}")
 
     def _text(self, update: dict[str, Any]) -> None:
         meta = update.get("_meta", {}).get("agentd", {})
@@ -177,23 +212,49 @@ class Printer:
         self.report.replied = self.report.replied or bool(text.strip())
 
     def _tool_update(self, update: dict[str, Any]) -> None:
-        kind = self.kinds.get(update["toolCallId"], "other")
+        call_id = update["toolCallId"]
+        kind = self.kinds.get(call_id, "other")
         status = update.get("status")
-        if status == "in_progress" and kind in WRITE_KINDS:
-            self.report.writes_started += 1
-        if self.show_work and kind == "execute" and status in ("completed", "failed"):
+        if status == "in_progress" and kind not in READ_ONLY_KINDS:
+            self.report.actions_started += 1
+        if kind != "execute":
+            return
+        if status == "in_progress":
+            console.line(f"[Running] {self.titles.get(call_id, '')}")
+            self._next_progress(call_id, self.progress_every_s)
+        elif status in ("completed", "failed"):
+            handle = self.running.pop(call_id, None)
+            if handle is not None:
+                handle.cancel()
             for item in update.get("content") or []:
                 text = (item.get("content") or {}).get("text") if item.get("type") == "content" else None
                 if text:
                     _show_output(text)
 
+    def _next_progress(self, call_id: str, after_s: float) -> None:
+        """Schedule `[Running] <title> · still running after N s` on the running loop (none: no ticks)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+
+        def tick() -> None:
+            title = self.titles.get(call_id, "")
+            self.line(f"[Running] {title} · still running after {after_s:g} s")
+            self._next_progress(call_id, after_s + self.progress_every_s)
+
+        self.running[call_id] = loop.call_later(self.progress_every_s, tick)
+
 
 def _show_output(text: str) -> None:
+    """`[Output]` and the first OUTPUT_MAX_LINES lines of a command's output (each cut at OUTPUT_MAX_COLUMNS
+    characters; escape sequences and other controls shown as `\\xNN`, never sent to the terminal)."""
     lines = text.rstrip("\n").split("\n")
     shown = lines[:OUTPUT_MAX_LINES]
     console.line("[Output]")
     for row in shown:
-        console.line(f"  | {row}")
+        cut = row if len(row) <= OUTPUT_MAX_COLUMNS else row[:OUTPUT_MAX_COLUMNS] + " …"
+        console.line(f"  | {visible(cut, one_line=True)}")
     if len(lines) > len(shown):
         console.line(f"  | ... ({len(lines) - len(shown)} more lines)")
 
@@ -217,7 +278,7 @@ class TurnSetup:
     """One terminal turn: the prompt; the workspace (a real folder); the effective settings; the data dir;
     which session (`session_id` to resume, `continue_newest` for the workspace's newest, else a new one);
     who answers approvals (`yes`, `allow`, else the terminal; or `approver` itself, as the demo's);
-    `show_work` for the demo's plan and command output; `provider_env` replaces the environment the
+    `provider_env` replaces the environment the
     provider reads its key from (the demo's emulator key); `reload_instructions` for a resumed session:
     read its project instructions again (`agentd.core.instructions.reload`)."""
 
@@ -230,7 +291,6 @@ class TurnSetup:
     yes: bool = False
     allow: list[str] = field(default_factory=list)
     approver: Approver | None = None
-    show_work: bool = False
     provider_env: dict[str, str] | None = None
     reload_instructions: bool = False  # a resumed session reads its AGENTS.md files again (one cache write)
 
@@ -349,9 +409,7 @@ async def _turn(setup: TurnSetup, provider: Any, blocks: list[dict[str, Any]]) -
 
     report = TurnReport()
     session: Any = None
-    printer = Printer(
-        report, on_closed=lambda: session.cancel() if session else None, show_work=setup.show_work
-    )
+    printer = Printer(report, on_closed=lambda: session.cancel() if session else None)
     hide_records_shown_as_updates()
     session, created = await _open(setup, provider, printer, report)
     printer.line(f"[session {session.id}]")
@@ -429,7 +487,9 @@ def _exit_code(printer: Printer, report: TurnReport, stop: str, interrupted: int
         return cli.EXIT_STOP
     if not report.replied:
         printer.line(EMPTY_REPLY_LINE)
-    if report.writes_all_refused_for_no_terminal:
+    if report.actions_all_refused_for_no_terminal:
         printer.line(report.no_terminal_hint())
         return cli.EXIT_NO_TERMINAL
+    if report.no_terminal and not report.actions_refused_for_no_terminal:  # only read-only calls refused
+        printer.line(report.no_terminal_hint())
     return cli.EXIT_OK

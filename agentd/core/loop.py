@@ -414,9 +414,7 @@ class Turn:
         s.emit(updates.tool_call_update(call.id, status, content=content, rawOutput=out.raw_output,
                                         locations=out.locations, meta=meta))  # fmt: skip
         line = f"[Tool] {visible(call.title, one_line=True)} -> {status}"
-        if call.name == "todo_write" and not out.is_error:
-            line += " " + out.content
-        elif out.is_error:  # the reason in one line (H9)
+        if out.is_error:  # the reason in one line (H9)
             line += ": " + visible(failure_reason(out.content, out.raw_output), one_line=True)
         s.lines(line)
 

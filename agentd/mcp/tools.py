@@ -93,6 +93,11 @@ class MCPTool(Tool):
         self.description = f"[MCP server {conn.spec.name}] {text}"[:DESCRIPTION_MAX]  # type: ignore[misc]
         self.schema: dict[str, Any] = dict(remote.input_schema or {"type": "object"})
         self.timeout_s = conn.spec.timeout_s or default_timeout_s
+        # the server's `readOnlyHint` decides only how the call is shown and counted (kind `read`: no action
+        # for exit 9 of `agentd run`), never whether it asks: a server's word grants nothing (new-user R7)
+        hints = getattr(remote, "annotations", None)
+        if getattr(hints, "read_only_hint", None) is True:
+            self.kind = "read"  # type: ignore[misc]
 
     def definition(self, terse: bool = False) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.schema}

@@ -105,14 +105,17 @@ class Usage:
         )
 
     def accounting_line(self) -> str:
-        """The stderr line of CONTRACTS.md §6: `[turn · in=… out=… cache_read=… cache_write=…]`."""
+        """The stderr line of CONTRACTS.md §6: `[turn · in=… out=… cache_read=… cache_write=…]`; an unknown
+        count is `?`, except a cache write, which is left out when the provider does not report one (chat
+        completions never do: `cache_write=?` on every line told nothing; new-user R7)."""
 
         def f(v: int | None) -> str:
             return "?" if v is None else str(v)
 
+        write = self.cache_creation_input_tokens
         return (
             f"[turn · in={f(self.input_tokens)} out={f(self.output_tokens)} "
-            f"cache_read={f(self.cache_read_input_tokens)} cache_write={f(self.cache_creation_input_tokens)}]"
+            f"cache_read={f(self.cache_read_input_tokens)}{'' if write is None else f' cache_write={write}'}]"
         )
 
 

@@ -129,7 +129,7 @@ async def test_todo_write_needs_no_approval_but_is_audited(make_harness, data_di
     assert [(r["tool"], r["decision"], r["decidedBy"]) for r in audit] == [("todo_write", "allow", "rule")]
     result = _last_user_blocks(h.requests[1])[0]["content"]
     assert result == '{"todos":[{"content":"\\u7f16\\u5199 README","status":"done"}]}'
-    assert h.lines[2] == "[Tool] Update todos (1 item) -> completed " + result
+    assert h.lines[2] == "[Tool] Update todos (1 item) -> completed"  # the plan update shows the list
     plans = [u for u in h.updates if u["sessionUpdate"] == "plan"]
     assert plans == [
         {

@@ -272,7 +272,7 @@ async def test_cached_tokens_of_each_usage_flavour(
     )
     read = prompt1 if known else "?"
     assert second.usage.accounting_line() == (
-        f"[turn · in={second.usage.input_tokens} out={completion_tokens('Second.')} cache_read={read} cache_write=?]"
+        f"[turn · in={second.usage.input_tokens} out={completion_tokens('Second.')} cache_read={read}]"
     )
 
 

@@ -122,7 +122,7 @@ def test_accounting_line_exact_text() -> None:
     unknown = Usage(
         input_tokens=120, output_tokens=8, cache_creation_input_tokens=None, cache_read_input_tokens=None
     )
-    assert unknown.accounting_line() == "[turn · in=120 out=8 cache_read=? cache_write=?]"
+    assert unknown.accounting_line() == "[turn · in=120 out=8 cache_read=?]"
 
 
 def test_usage_json_keeps_unknown_as_null() -> None:

@@ -181,8 +181,16 @@ def test_openai_usage_flavours(usage: dict[str, Any] | None, expected: Usage) ->
 
 
 def test_openai_accounting_line_marks_unknown_counts() -> None:
+    """new-user R7: an unknown cache read is `?`; the cache write chat completions never report is left
+    out, not `cache_write=?` on every line."""
     line = usage_from_openai({"prompt_tokens": 2000, "completion_tokens": 40}).accounting_line()
-    assert line == "[turn · in=2000 out=40 cache_read=? cache_write=?]"
+    assert line == "[turn · in=2000 out=40 cache_read=?]"
+    cached = {
+        "prompt_tokens": 2000,
+        "completion_tokens": 40,
+        "prompt_tokens_details": {"cached_tokens": 1500},
+    }
+    assert usage_from_openai(cached).accounting_line() == "[turn · in=500 out=40 cache_read=1500]"
 
 
 def _chunk(
