@@ -97,7 +97,7 @@ class MCPTool(Tool):
         # for exit 9 of `agentd run`), never whether it asks: a server's word grants nothing (new-user R7)
         hints = getattr(remote, "annotations", None)
         if getattr(hints, "read_only_hint", None) is True:
-            self.kind = "read"  # type: ignore[misc]
+            self.kind = "read"  # type: ignore[misc,assignment]
 
     def definition(self, terse: bool = False) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.schema}
