@@ -7,7 +7,8 @@ once, always, always for this command prefix, reject, always reject; a protected
 reject), each with a key: `y` once, `a` always (whichever "always" the gate offers), `n` or Esc reject,
 `r` always reject, digits by position, arrows and Enter. Ctrl-C cancels the turn. Every text shown is
 escaped (`agentd.text.visible`, H20). `choose_option` is the small prompt_toolkit application that reads the
-key. Imports prompt_toolkit and rich; never pygls, lsprotocol or acp.
+key (the approval question and the client's pickers); it never touches signal handlers (new-user H: Ctrl-C
+after an approval). Imports prompt_toolkit and rich; never pygls, lsprotocol or acp.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ async def choose_option(options: list[dict[str, Any]], question: str, hint: str 
         event.app.exit(result=options[selected[0]]["optionId"])
 
     @kb.add("c-c")
+    @kb.add("<sigint>")  # a SIGINT the client forwards (agentd.adapters.tui.entry.send_interrupt)
     def _cancel(event: KeyPressEvent) -> None:
         event.app.exit(result=CANCELLED)
 
@@ -99,7 +101,7 @@ async def choose_option(options: list[dict[str, Any]], question: str, hint: str 
         full_screen=False,
         erase_when_done=True,
     )
-    return await app.run_async()
+    return await app.run_async(handle_sigint=False)  # SIGINT is the client's (agentd.adapters.tui.chat)
 
 
 class KeyboardApprover:

@@ -4,7 +4,8 @@ Owns `Chat`: opening a session (the workspace's newest, a new one, or a given id
 ends' shared `agentd.terminal.open_or_create`, with the workspace's settings and trust question from the
 command line (`Opener`); showing a resumed session's history (`Session.replay_updates`); reading input,
 running slash commands (agentd.adapters.tui.commands) and turns (`Session.prompt`); Ctrl-C (cancel the turn;
-a second one while it stops leaves; at an empty prompt twice within 2 s, or Ctrl-D, exits); switching
+a second one while it stops leaves; at an empty prompt twice within 2 s, or Ctrl-D, exits) through the one
+SIGINT handler of the client's life, which no prompt_toolkit application replaces (new-user H); switching
 session (`/new`, `/resume`, `/model`); and closing: a session created here that never reached the model is
 deleted (H11), any other is kept and its id printed with the command that continues it.
 Uses only the Session's public API (tests/unit/test_architecture.py). Never imports pygls, lsprotocol, acp.
@@ -28,7 +29,7 @@ from rich.text import Text
 from agentd import __version__
 from agentd.adapters.tui import commands
 from agentd.adapters.tui.approval import KeyboardApprover
-from agentd.adapters.tui.entry import ChatCompleter, Entry
+from agentd.adapters.tui.entry import ChatCompleter, Entry, send_interrupt
 from agentd.adapters.tui.mentions import prompt_blocks
 from agentd.adapters.tui.status import status_text
 from agentd.adapters.tui.tty import keys_held
@@ -93,6 +94,7 @@ class Chat:
         self.prefill = ""  # the text the next input starts with (the prompt a /rewind took back)
         self._turn: asyncio.Task[Any] | None = None
         self._stopping = False
+        self._interrupted = 0.0  # when a Ctrl-C came while nothing could take it (time.monotonic())
         self._activity = "working"
         self._status: tuple[Any, str] = (None, "")
         self._commands_run = 0
@@ -238,11 +240,13 @@ class Chat:
     # ---- the loop ------------------------------------------------------------------------------------
     async def run(self) -> int:
         """Read and run until /quit, Ctrl-D, a second Ctrl-C, SIGTERM or SIGHUP. Returns the exit code (0;
-        128 + the signal's number after SIGTERM or SIGHUP)."""
+        128 + the signal's number after SIGTERM or SIGHUP). Holds SIGINT, SIGTERM and SIGHUP meanwhile."""
         last_interrupt = 0.0
         loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
         for num in (signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(num, self._on_stop, num, asyncio.current_task())
+            loop.add_signal_handler(num, self._on_stop, num, main)
+        loop.add_signal_handler(signal.SIGINT, self._on_sigint, main)
         try:
             while not self.quit:
                 try:
@@ -259,10 +263,10 @@ class Chat:
                     break
                 await self.handle(text)
         except asyncio.CancelledError:
-            if not self.signalled:
+            if not (self.signalled or self.quit):
                 raise
         finally:
-            for num in (signal.SIGTERM, signal.SIGHUP):
+            for num in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 loop.remove_signal_handler(num)
             await self.close()
         return 128 + self.signalled if self.signalled else 0
@@ -298,13 +302,12 @@ class Chat:
         self.view.gap()
 
     async def in_turn(self, work: Any, activity: str = "working") -> Any:
-        """Run `work` (a coroutine of the session) with the live region, Ctrl-C cancelling it. Returns its
-        result, or None when it was cancelled outright (a compaction) or left (a second Ctrl-C)."""
-        loop = asyncio.get_running_loop()
+        """Run `work` (a coroutine of the session) with the live region, Ctrl-C cancelling it (`_on_sigint`:
+        the terminal sends SIGINT, its keys are not read meanwhile). Returns its result, or None when it was
+        cancelled outright (a compaction) or left (a second Ctrl-C)."""
         self._turn = asyncio.ensure_future(work)
         self._stopping = False
         self._activity = activity
-        loop.add_signal_handler(signal.SIGINT, self._on_sigint)
         self.view.begin_turn(activity)
         ticker = asyncio.ensure_future(self._tick())
         try:
@@ -316,7 +319,6 @@ class Chat:
             raise
         finally:
             ticker.cancel()
-            loop.remove_signal_handler(signal.SIGINT)
             self.view.end_turn()
             self._turn = None
 
@@ -330,12 +332,26 @@ class Chat:
         elif main is not None:
             main.cancel()  # waiting for input: leave now
 
-    def _on_sigint(self) -> None:
-        if self._stopping and self._turn is not None:  # a second Ctrl-C: leave without waiting
+    def _on_sigint(self, main: asyncio.Task[Any] | None) -> None:
+        """SIGINT (Ctrl-C while keys are not read, or `kill -INT`), the one handler of the client's life: in a
+        turn it cancels the turn (a second one while it stops leaves); at the input line, a question or a
+        picker it is that application's Ctrl-C (an approval's cancels the turn); otherwise (a slash command
+        at work) a second one within `EXIT_WINDOW_S` leaves."""
+        if self._turn is not None and self._stopping:  # a second Ctrl-C: leave without waiting
             self.quit = True
             self._turn.cancel()
+        elif send_interrupt():
             return
-        self.cancel_turn()
+        elif self._turn is not None:
+            self.cancel_turn()
+        else:
+            now = time.monotonic()
+            if now - self._interrupted < EXIT_WINDOW_S and main is not None:
+                self.quit = True
+                main.cancel()
+                return
+            self._interrupted = now
+            self.view.note("[Ctrl-C again to exit]")
 
     def cancel_turn(self) -> None:
         """Ctrl-C during a turn (or at an approval): the session cancels the turn (which then ends

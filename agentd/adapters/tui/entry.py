@@ -5,17 +5,21 @@ dir, 0600, shared by every workspace), multi-line input (Enter sends; Alt-Enter,
 start a new line; a paste keeps its newlines), completion of slash commands (and their arguments: session
 ids, modes) and of `@path` mentions relative to the workspace, and the status line as the bottom toolbar.
 `Entry.read()` returns the text, or raises KeyboardInterrupt (Ctrl-C on an empty line; on a typed one it
-only clears it) or EOFError (Ctrl-D on an empty line). Imports prompt_toolkit; never rich, pygls, lsprotocol or acp.
+only clears it) or EOFError (Ctrl-D on an empty line). No prompt_toolkit application of the client handles
+SIGINT itself: the client holds SIGINT for its whole life (agentd.adapters.tui.chat) and forwards one that
+comes while an application reads keys with `send_interrupt()` (new-user H: Ctrl-C after an approval).
+Imports prompt_toolkit; never rich, pygls, lsprotocol or acp.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application.current import get_app
+from prompt_toolkit.application.current import get_app, get_app_or_none
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
@@ -151,4 +155,17 @@ class Entry:
         """The next input, starting with `default` (editable); anything printed meanwhile (a log record)
         appears above the input line."""
         with patch_stdout(raw=True):
-            return await self.prompts.prompt_async(FormattedText([("class:prompt", "❯ ")]), default=default)
+            return await self.prompts.prompt_async(
+                FormattedText([("class:prompt", "❯ ")]), default=default, handle_sigint=False
+            )  # SIGINT is the client's: `send_interrupt`
+
+
+def send_interrupt() -> bool:
+    """A SIGINT while a prompt_toolkit application reads keys (the input line, a question, a picker) is given
+    to it as its `<sigint>` key, as prompt_toolkit's own handler would, in the application's context (from
+    the signal handler's own, the application renders nothing); False when none is running."""
+    app = get_app_or_none()
+    if app is None or not app.is_running or app.future is None or app.future.done():
+        return False  # none, or one already closing (its answer given)
+    (app.context or contextvars.copy_context()).copy().run(app.key_processor.send_sigint)
+    return True
