@@ -12,7 +12,8 @@ Owns:
   (/dev/null, a regular file, a closed fd).
 - `tty_hint(text)`: a line on stderr for a person who started a server mode in a terminal.
 - `envelope_of()`: the top-level `id` and `method` of a message nested too deeply for `json.loads` (issue 9
-  H19); `valid_id()`.
+  H19); `valid_id()` (a string id is at most `MAX_ID_CHARS` long: a longer one is an invalid request,
+  answered under id null, so that a client cannot make agentd echo megabytes per request; break16 F1).
 Imports only the standard library; never pygls, lsprotocol or acp.
 """
 
@@ -36,12 +37,15 @@ HIGH_WATER = 4 * 1024 * 1024  # bytes waiting for the client: stop reading its f
 LOW_WATER = 1024 * 1024  # ... until it has read down to this
 OUT_LIMIT = 32 * 1024 * 1024  # a client this far behind is dropped
 STALL_S = 120.0  # a client that reads nothing for this long while behind is dropped
+MAX_ID_CHARS = 1024  # a request id longer than this is not a valid id (never echoed)
 
 
 class FrameWriter(Protocol):
     def write(self, data: bytes) -> None: ...
 
     def close(self) -> None: ...
+
+    def buffered(self) -> int: ...
 
     async def writable(self) -> bool: ...
 
@@ -63,6 +67,9 @@ class FdWriter:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self.fd)
+
+    def buffered(self) -> int:
+        return 0
 
     async def writable(self) -> bool:
         return True
@@ -279,5 +286,7 @@ def envelope_of(text: str) -> dict[str, Any]:
 
 
 def valid_id(value: Any) -> bool:
-    """A JSON-RPC request id: a string or an integer (not a boolean)."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    """A JSON-RPC request id: a string of at most `MAX_ID_CHARS` characters or an integer (not a boolean)."""
+    if isinstance(value, str):
+        return len(value) <= MAX_ID_CHARS
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -33,6 +33,7 @@ def frame(obj: Any) -> bytes:
 class Conn:
     state: str = "initialized"
     authenticated: bool = True
+    closing: bool = False
 
 
 @dataclass
@@ -120,3 +121,43 @@ async def test_a_client_that_reads_nothing_for_stall_s_is_dropped(pair: Any, mon
         out.write(b"w" * ANSWER)
     assert await out.writable() is False
     assert out.writer.is_closing()
+
+
+@dataclass
+class Closing(Answering):
+    """A `Link` double whose connection ends while the first frame is handled (a failed write, say)."""
+
+    def receive(self, data: dict[str, Any]) -> None:
+        super().receive(data)
+        self.conn.closing = True
+
+
+async def test_frames_read_after_the_connection_ended_are_not_handled(pair: Any) -> None:
+    """break16 F3: a burst of frames already read was dispatched after the connection closed, each failed
+    answer logging a line. Reading stops once the connection ends."""
+    reader, out, theirs = pair
+    proto = Closing(out)
+    await asyncio.get_running_loop().sock_sendall(
+        theirs, b"".join(frame({"jsonrpc": "2.0", "id": i, "method": "m"}) for i in range(50))
+    )
+    assert await asyncio.wait_for(read_frames(reader, proto, out), 10) == "eof"  # type: ignore[arg-type]
+    assert proto.handled == [0]
+
+
+async def test_a_reset_is_the_end_of_input_not_an_exception() -> None:
+    """break16 F2: a reset while reading (ConnectionResetError, BrokenPipeError) ended the connection task
+    with a traceback ("Unhandled exception in client_connected_cb"). It is the end of input."""
+    for exc in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe")):
+        reader = asyncio.StreamReader()
+        reader.feed_data(b"Content-Length: 10\r\n")
+        reader.set_exception(exc)
+        proto = Answering(None)  # type: ignore[arg-type]
+        assert await read_frames(reader, proto) == "eof"  # type: ignore[arg-type]
+        assert proto.handled == []
+
+
+def test_a_huge_string_id_is_not_an_id() -> None:
+    """break16 F1: requests with 500 KB ids were answered echoing them. A longer id than MAX_ID_CHARS is not
+    a valid id (both adapters: answered -32600 under id null)."""
+    assert stdio.valid_id("A" * stdio.MAX_ID_CHARS) and stdio.valid_id(2**40)
+    assert not stdio.valid_id("A" * (stdio.MAX_ID_CHARS + 1))

@@ -144,6 +144,9 @@ class LineTransport:
             except asyncio.LimitOverrunError:
                 await self._skip_long_line()
                 continue
+            except (ConnectionError, OSError) as exc:  # stdin reset or broken: the end of input (break16 F2)
+                log.info("the client disconnected (%s)", exc)
+                return None
             if line.strip():
                 return line
 
@@ -158,7 +161,7 @@ class LineTransport:
                 return
             except asyncio.LimitOverrunError as exc:
                 await self._reader.readexactly(exc.consumed)
-            except asyncio.IncompleteReadError:
+            except (asyncio.IncompleteReadError, ConnectionError, OSError):
                 return
 
     def _admit(self, line: bytes) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentd.adapters.lsp.errors import RpcError
 from agentd.adapters.lsp.host import Connection
+from agentd.adapters.stdio import valid_id
 from agentd.protocol import errors as perr
 
 if TYPE_CHECKING:
@@ -42,10 +43,6 @@ async def load_pygls() -> None:
     """Import the pygls server module (and with it pygls and lsprotocol) in a worker thread, once."""
     if SERVER_MODULE not in sys.modules:
         await asyncio.to_thread(importlib.import_module, SERVER_MODULE)
-
-
-def _valid_id(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
 def _initialize_shape_ok(params: Any) -> bool:
@@ -95,7 +92,7 @@ class Link:
             self.send_error(None, "InvalidRequest", perr.NOT_A_REQUEST)
             return
         has_id = "id" in data
-        msg_id = data["id"] if has_id and _valid_id(data["id"]) else None
+        msg_id = data["id"] if has_id and valid_id(data["id"]) else None
         method = data.get("method")
         if data.get("jsonrpc") != "2.0" or (has_id and msg_id is None):
             self.send_error(msg_id, "InvalidRequest", perr.NOT_A_REQUEST)
@@ -142,11 +139,10 @@ class Link:
         if self.server is not None:
             self.server.protocol._send_data(message)
             return
-        if self.conn.state == "closed":
+        if self.conn.state == "closed" or self.conn.gone:
             return
         raw = json.dumps(message, separators=(",", ":")).encode("ascii")
         try:
             self.writer.write(b"Content-Length: %d\r\n\r\n" % len(raw) + raw)
         except OSError as exc:
-            log.info("the client is gone (%s); ending the connection", exc)
-            self.conn.lost()
+            self.conn.lost(exc)

@@ -155,6 +155,7 @@ class Connection:
         self.shutdown_answered = asyncio.Event()
         self._shutdown_task: asyncio.Future[None] | None = None
         self._close_task: asyncio.Future[None] | None = None
+        self.gone = False  # the client cannot be written to (`lost`): nothing more is sent or read
         self.on_close: Callable[[int], None] | None = None
         daemon.connections.add(self)
 
@@ -379,9 +380,20 @@ class Connection:
         for msg_id in list(self.outstanding):
             self.withdraw(msg_id)
 
-    def lost(self) -> None:
-        """The client is gone (a write failed, or it must be dropped): close with code 1."""
+    def lost(self, exc: BaseException | None = None) -> None:
+        """The client is gone (a write failed: `exc`, or it must be dropped): close with code 1. Idempotent:
+        one log line per connection however many writes fail (break16 F3)."""
+        if self.gone:
+            return
+        self.gone = True
+        if exc is not None:
+            log.info("the client is gone (%s); ending the connection", exc)
         asyncio.get_running_loop().create_task(self.close(1))
+
+    @property
+    def closing(self) -> bool:
+        """The connection is ending (`close` began, or the client is gone): no further frame is read."""
+        return self.gone or self._close_task is not None or self.state == "closed"
 
     async def close(self, code: int) -> None:
         """The connection ends (`exit`, end of input or a disconnect): clean up once, then `on_close(code)`."""

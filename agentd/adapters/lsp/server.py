@@ -31,6 +31,7 @@ from pygls.workspace import Workspace
 from agentd.adapters.lsp.errors import error_of, unicode_error
 from agentd.adapters.lsp.host import Connection
 from agentd.adapters.lsp.wire import WireMixin
+from agentd.adapters.stdio import valid_id
 from agentd.protocol import errors as perr
 from agentd.text import scrub_surrogates, surrogate_problems
 
@@ -40,8 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentd.lsp")
 
 
-def _valid_id(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+_valid_id = valid_id  # the one rule of agentd.adapters.stdio (a bounded string, or an integer)
 
 
 NOTIFICATIONS = frozenset({
@@ -162,7 +162,7 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
 
     def _send_data(self, data: Any) -> None:
         """Frame and write one message: `Content-Length` in bytes of the UTF-8 (ASCII) body."""
-        if not data or self.writer is None or self.conn.state == "closed":
+        if not data or self.writer is None or self.conn.state == "closed" or self.conn.gone:
             return
         try:
             body = json.dumps(data, default=self._serialize_message, separators=(",", ":"))
@@ -173,8 +173,7 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
         try:
             self.writer.write(b"Content-Length: %d\r\n\r\n" % len(raw) + raw)
         except OSError as exc:
-            log.info("the client is gone (%s); ending the connection", exc)
-            self.conn.lost()
+            self.conn.lost(exc)
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:  # type: ignore[override]
         self._request_futures.pop(msg_id, None)

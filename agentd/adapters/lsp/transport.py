@@ -15,7 +15,13 @@ Limits under load (issue 16), so that one client cannot stall or exhaust a daemo
   `LOW_WATER` (backpressure); a client that reads nothing for `STALL_S`, or lets `OUT_LIMIT` bytes pile up,
   is dropped (its sessions are cancelled and unlocked as on a disconnect).
 - On a socket, a body is limited to `PREAUTH_MAX_BODY` until `initialize` has succeeded (checked from the
-  header, before reading), and a connection that has not initialized within `AUTH_DEADLINE_S` is closed.
+  header, before reading), a client that leaves more than `PREAUTH_OUT_LIMIT` bytes of answers unread by
+  then is dropped, and a connection that has not initialized within `AUTH_DEADLINE_S` is dropped. A drop
+  (the deadline, an eviction, a client that does not read) aborts the socket: a plain close would wait,
+  without limit, for the client to read what is buffered (break16 F1). A connection that ended otherwise
+  gets `CLOSE_GRACE_S` to read what is left, then is aborted.
+- A reset or broken pipe is a disconnect (one log line, never a traceback), and frames already read from a
+  connection that is ending are not handled (break16 F2, F3).
   At most `MAX_CONNECTIONS` initialized connections are served at once: the next one gets a
   `window/showMessage` saying so, and is closed. At most `MAX_PENDING` connections wait for their
   `initialize`; a new one closes the oldest waiting one, so idle connections never lock an editor out.
@@ -32,6 +38,7 @@ import os
 import secrets
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +70,8 @@ PREAUTH_MAX_BODY = 1024 * 1024  # socket connections before a successful initial
 AUTH_DEADLINE_S = 10.0  # a socket connection must have initialized by then
 MAX_CONNECTIONS = 64  # initialized socket connections served at once
 MAX_PENDING = 64  # socket connections waiting for their initialize
+PREAUTH_OUT_LIMIT = 64 * 1024  # unread answer bytes a socket client may leave before its initialize
+CLOSE_GRACE_S = 5.0  # a closed socket connection's unsent answers are dropped after this
 EOF, FATAL = "eof", "fatal"
 
 
@@ -74,9 +83,11 @@ async def read_frames(
     `writer`, the next frame waits while the client has not read its answers (module docstring); with
     `preauth_limit`, bodies are limited to that many bytes until `initialize` has succeeded."""
     conn = link.conn
-    while conn.state != "closed":
+    while not conn.closing:
         await link.ready()
         if writer is not None and not await writer.writable():
+            return FATAL
+        if preauth_limit is not None and writer is not None and _unread_before_auth(conn, writer):
             return FATAL
         headers: dict[str, str] = {}
         header_bytes = 0
@@ -86,6 +97,8 @@ async def read_frames(
             except (ValueError, asyncio.LimitOverrunError):
                 log.error("a header line is longer than %d bytes; ending the connection", HEADER_LIMIT)
                 return FATAL
+            except (ConnectionError, OSError) as exc:  # a reset: a disconnect, not an error (break16 F2)
+                return _disconnected(conn, exc)
             if not line:
                 return EOF
             if line in (b"\r\n", b"\n"):
@@ -114,8 +127,29 @@ async def read_frames(
         except asyncio.IncompleteReadError:
             log.error("end of input inside a message body (%d bytes announced)", size)
             return EOF
+        except (ConnectionError, OSError) as exc:
+            return _disconnected(conn, exc)
+        if conn.closing:  # frames read before the connection ended are not handled (break16 F3)
+            break
         _receive(link, body)
     return EOF
+
+
+def _disconnected(conn: Any, exc: BaseException) -> str:
+    """The client went away abruptly (a reset, a broken pipe): one log line, then the end of input."""
+    if not conn.closing:
+        log.info("the client disconnected (%s)", exc)
+    return EOF
+
+
+def _unread_before_auth(conn: Any, writer: FrameWriter) -> bool:
+    """A client that has not initialized and leaves more than `PREAUTH_OUT_LIMIT` bytes of answers unread
+    is dropped (break16 F1): before the token is checked, agentd holds almost nothing for a client."""
+    if conn.authenticated or writer.buffered() <= PREAUTH_OUT_LIMIT:
+        return False
+    log.warning("a client left %d bytes unread before its initialize (limit %d); ending the connection",
+                writer.buffered(), PREAUTH_OUT_LIMIT)  # fmt: skip
+    return True
 
 
 def _receive(link: Link, body: bytes) -> None:
@@ -176,7 +210,7 @@ async def _serve_stdio(daemon: Daemon, fd: int) -> int:
     conn.on_close = lambda _code: closed.set()
     loop = asyncio.get_running_loop()
     for num in (signal.SIGTERM, signal.SIGHUP):  # SIGHUP (the terminal closed) as SIGTERM
-        loop.add_signal_handler(num, conn.lost)
+        loop.add_signal_handler(num, lambda: asyncio.ensure_future(conn.close(1)))
     reader = await stdin_reader(HEADER_LIMIT)
     reading = asyncio.ensure_future(read_frames(reader, link, writer))
     waiting = asyncio.ensure_future(closed.wait())
@@ -221,18 +255,22 @@ async def _serve_sockets(
         out = BufferedWriter(writer)
         link = Link(daemon, out)
         conn = link.conn
-        conn.on_close = lambda _code: writer.close()
-        gate.add(conn)
-        deadline = loop.call_later(AUTH_DEADLINE_S, _unauthenticated, conn)
+        conn.on_close = lambda _code: _end(writer)
+        gate.add(conn, lambda: _drop(conn, writer))
+        deadline = loop.call_later(AUTH_DEADLINE_S, _unauthenticated, conn, writer)
         try:
             outcome = await read_frames(reader, link, out, preauth_limit=PREAUTH_MAX_BODY)
+            if outcome == FATAL and not conn.authenticated:
+                _drop(conn, writer)
             await conn.close(0 if outcome == EOF else 1)
         except asyncio.CancelledError:  # the daemon stops (Python 3.11's stream callback would log a
             pass  # traceback for a cancelled connection task)
+        except (ConnectionError, OSError) as exc:  # a disconnect while closing: no traceback (break16 F2)
+            log.info("the client disconnected (%s)", exc)
         finally:
             deadline.cancel()
             gate.discard(conn)
-            writer.close()
+            _end(writer)
 
     if socket_path is not None:
         _refuse_live_socket(socket_path)
@@ -279,7 +317,7 @@ class _Admission:
     refusals or evictions, not one per connection."""
 
     def __init__(self) -> None:
-        self.pending: dict[Any, None] = {}  # connections waiting for initialize, oldest first
+        self.pending: dict[Any, Callable[[], None]] = {}  # waiting for initialize, oldest first: its drop
         self.served: set[Any] = set()
         self.counts = {"refused": 0, "evicted": 0}
         self.logged_at = {"refused": -1e9, "evicted": -1e9}
@@ -294,14 +332,14 @@ class _Admission:
             return False
         if len(self.pending) >= MAX_PENDING:
             oldest = next(iter(self.pending))
-            del self.pending[oldest]
+            drop = self.pending.pop(oldest)
             self._note("evicted", "%d connection(s) closed before their initialize: %d more were waiting (the limit)",
                        MAX_PENDING)  # fmt: skip
-            oldest.lost()
+            drop()
         return True
 
-    def add(self, conn: Any) -> None:
-        self.pending[conn] = None
+    def add(self, conn: Any, drop: Callable[[], None]) -> None:
+        self.pending[conn] = drop
 
     def discard(self, conn: Any) -> None:
         self.pending.pop(conn, None)
@@ -322,13 +360,31 @@ class _Admission:
             writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
             writer.close()
             await asyncio.wait_for(writer.wait_closed(), 2.0)
+        writer.transport.abort()  # a refused client that does not read keeps nothing open
 
 
-def _unauthenticated(conn: Any) -> None:
-    """A socket connection that has not initialized within `AUTH_DEADLINE_S` is closed."""
+def _unauthenticated(conn: Any, writer: asyncio.StreamWriter) -> None:
+    """A socket connection that has not initialized within `AUTH_DEADLINE_S` is dropped."""
     if not conn.authenticated and conn.state != "closed":
         log.info("a connection sent no successful initialize within %.0f s; closing it", AUTH_DEADLINE_S)
-        conn.lost()
+        _drop(conn, writer)
+
+
+def _drop(conn: Any, writer: asyncio.StreamWriter) -> None:
+    """Drop a socket connection now (the deadline, an eviction, a client that reads nothing before its
+    initialize): its socket is aborted, what is buffered for it discarded, whether or not it reads (break16
+    F1: a plain close waits for the client to read without limit)."""
+    writer.transport.abort()
+    conn.lost()
+
+
+def _end(writer: asyncio.StreamWriter) -> None:
+    """Close a socket connection once it ended: what is buffered is sent for at most `CLOSE_GRACE_S`
+    seconds, then the socket is aborted (a client that never reads cannot keep it open)."""
+    if writer.transport.is_closing():
+        return
+    writer.close()
+    asyncio.get_running_loop().call_later(CLOSE_GRACE_S, writer.transport.abort)
 
 
 def _quiet_resource_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
