@@ -37,7 +37,7 @@ HIGH_WATER = 4 * 1024 * 1024  # bytes waiting for the client: stop reading its f
 LOW_WATER = 1024 * 1024  # ... until it has read down to this
 OUT_LIMIT = 32 * 1024 * 1024  # a client this far behind is dropped
 STALL_S = 120.0  # a client that reads nothing for this long while behind is dropped
-MAX_ID_CHARS = 1024  # a request id longer than this is not a valid id (never echoed)
+MAX_ID_CHARS = 16 * 1024  # a request id longer than this is not a valid id (never echoed)
 
 
 class FrameWriter(Protocol):
