@@ -116,8 +116,10 @@ class Run:
                 self.acked_plan = up.get("entries")
 
     def kill(self) -> None:
+        """SIGKILL the daemon, and drop its pending answers (an approval it asked is never answered)."""
         assert self.daemon is not None
         os.kill(self.daemon.pid, signal.SIGKILL)
+        self.daemon.kill()
 
 
 async def crash_fuzz(base: Path, points: int = 20, calls: int = 40, seed: int = 16) -> dict[str, Any]:

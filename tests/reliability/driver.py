@@ -209,11 +209,17 @@ class Daemon:
         if self._reader is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._reader, 5)
+        answering = list(self._answering)
+        for task in answering:  # an approval the daemon asked before it died is never answered
+            task.cancel()
+        await asyncio.gather(*answering, return_exceptions=True)
         return self.proc.returncode
 
     def kill(self) -> None:
         if self.alive():
             self.proc.kill()
+        for task in list(self._answering):
+            task.cancel()
 
 
 @dataclass
