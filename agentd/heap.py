@@ -9,7 +9,8 @@ a full collection runs, so at 5,000 messages the collector, not agentd, made a r
 expensive as at 100 (measured by `python -m tests.benchmarks.daemon`, `loop_cpu_ratio`).
 
 The policy (`gc.freeze`, the standard library's way to exempt long-lived objects from collections):
-- `settle()`, called as each turn starts (agentd.core.session.Session.prompt), collects what was made since
+- `settle()`, called as each turn or manual compaction starts (agentd.core.session.Session.prompt and
+  .compact; `turn_ended()` as it ends), collects what was made since
   the last settle (a full collection, but frozen objects are not visited: its cost is that of the new
   objects, the previous turn's) and freezes what survived: the imports, the histories, the sessions. The
   turn's own collections then visit only what the turn makes. When modules were imported since the last

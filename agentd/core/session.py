@@ -431,6 +431,7 @@ class Session:
             raise SessionBusyError(f"A prompt is still running in {self.id}; wait for it or cancel it.")
         ctx = self.context
         self._compacting = True
+        heap.settle()  # a compaction streams as a turn does: the idle pass waits for it (recheck of break16 F5)
         try:
             tokens_before, messages_before = ctx.estimated_tokens(), len(ctx)
             if not await compress(self, force=True):
@@ -443,6 +444,7 @@ class Session:
                     "messagesBefore": messages_before, "messagesAfter": len(ctx)}  # fmt: skip
         finally:
             self._compacting = False
+            heap.turn_ended()
 
     def close(self) -> None:
         """Cancel a running turn, ask the session's MCP servers to stop (`aclose` waits for them), flush the

@@ -511,12 +511,12 @@ class AnthropicProvider:
                 async with events:
                     n = 0
                     async for event in events:
+                        n += 1
+                        await pace(n)  # every event counts, skipped ones too (a burst of unknown types)
                         if getattr(event, "type", None) not in STREAM_EVENTS:
                             continue
                         for out in acc.feed(event.to_dict()):
                             on_event(out)
-                        n += 1
-                        await pace(n)
         except asyncio.CancelledError:
             raise
         except TimeoutError:

@@ -605,10 +605,10 @@ class OpenAICompatProvider:
                 async with chunks:
                     n = 0
                     async for chunk in chunks:
-                        for out in acc.feed(chunk.to_dict()):
-                            on_event(out)
                         n += 1
                         await pace(n)
+                        for out in acc.feed(chunk.to_dict()):
+                            on_event(out)
         except asyncio.CancelledError:
             raise
         except TimeoutError:

@@ -380,3 +380,75 @@ async def test_a_burst_of_stream_events_lets_the_loop_run(
         done[0] = True
     assert len(seen) > 100
     assert max(Counter(seen).values()) <= STREAM_YIELD_EVERY + 2
+
+
+async def test_a_burst_of_unknown_stream_events_lets_the_loop_run() -> None:
+    """Recheck of break16 F6: events of a type agentd skips were not counted, so 20,000 of them made loop
+    steps of up to 62 ms. Every event counts toward the yield."""
+    import json as _json
+    from collections import Counter
+
+    from agentd.providers.base import STREAM_YIELD_EVERY
+
+    def sse(name: str, data: dict[str, Any]) -> bytes:
+        return f"event: {name}\ndata: {_json.dumps(data)}\n\n".encode()
+
+    start = {"id": "msg_x", "type": "message", "role": "assistant", "model": MODEL, "content": [],
+             "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
+    body = sse("message_start", {"type": "message_start", "message": start})
+    body += sse("weird_event", {"type": "weird_event"}) * 2000
+    body += sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "text", "text": ""}})  # fmt: skip
+    body += sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "text_delta", "text": "ok"}})  # fmt: skip
+    body += sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+    body += sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                  "usage": {"output_tokens": 1}})  # fmt: skip
+    body += sse("message_stop", {"type": "message_stop"})
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")
+        )
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n"
+                     b"connection: close\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    p = AnthropicProvider(MODEL, KEY, f"http://127.0.0.1:{port}", ManualClock())
+    loop = asyncio.get_running_loop()
+    turns = [0]
+    done = [False]
+    marks: list[int] = []
+
+    def tick() -> None:
+        turns[0] += 1
+        if not done[0]:
+            loop.call_soon(tick)
+
+    import agentd.providers.base as base
+
+    real = base.pace
+
+    async def counted(n: int) -> None:
+        marks.append(turns[0])
+        await real(n)
+
+    tick()
+    try:
+        import agentd.providers.anthropic as anth
+
+        anth.pace = counted  # type: ignore[assignment]
+        response = await p.stream(request([user("hi")]), lambda e: None)
+    finally:
+        anth.pace = real  # type: ignore[assignment]
+        done[0] = True
+        await p.aclose()
+        server.close()
+    assert response.stop_reason == "end_turn"
+    assert len(marks) > 2000
+    assert max(Counter(marks).values()) <= STREAM_YIELD_EVERY + 1

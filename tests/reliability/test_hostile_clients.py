@@ -230,3 +230,25 @@ async def test_a_reset_right_after_a_request_leaves_no_traceback(daemon: Daemon)
         reset(sock)
     out = await daemon.stop()
     assert "Traceback" not in out and "Unhandled exception" not in out
+
+
+async def test_requests_behind_an_exit_in_the_same_read_are_not_handled(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """Recheck of break16 F3: `exit` ended the connection in a task, so requests sent in the same packet
+    behind it were still handled (50 `agentd/session/new` after an exit created 50 sessions). Nothing
+    after an `exit` is read."""
+    sock = daemon.raw(rcvbuf=65536)
+    await daemon.editor(sock)
+    new = {"cwd": str(daemon.workspace)}
+    burst = frame({"jsonrpc": "2.0", "method": "exit"}) + b"".join(
+        frame({"jsonrpc": "2.0", "id": 10 + k, "method": "agentd/session/new", "params": new})
+        for k in range(5)
+    )
+    await send_all(sock, burst)
+    await closed_within(sock, 30)
+    sock.close()
+    out = await daemon.stop()
+    sessions = tmp_path / "data" / "sessions"
+    assert not sessions.exists() or not [p for p in sessions.rglob("meta.json")], sorted(sessions.rglob("*"))
+    assert "Traceback" not in out

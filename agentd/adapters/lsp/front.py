@@ -104,6 +104,7 @@ class Link:
         elif self.conn.rejected:  # frames buffered behind a refused initialize are dropped, unanswered
             return
         elif method == "exit":
+            self.conn.exit_seen = True  # at once: frames behind it in the same read are not handled
             asyncio.get_running_loop().create_task(self.conn.close(1))
         elif method == "initialize" and has_id:
             self._initialize(msg_id, data.get("params"))

@@ -156,6 +156,7 @@ class Connection:
         self._shutdown_task: asyncio.Future[None] | None = None
         self._close_task: asyncio.Future[None] | None = None
         self.gone = False  # the client cannot be written to (`lost`): nothing more is sent or read
+        self.exit_seen = False  # `exit` was received: no frame after it is read (recheck of break16 F3)
         self.on_close: Callable[[int], None] | None = None
         daemon.connections.add(self)
 
@@ -393,7 +394,7 @@ class Connection:
     @property
     def closing(self) -> bool:
         """The connection is ending (`close` began, or the client is gone): no further frame is read."""
-        return self.gone or self._close_task is not None or self.state == "closed"
+        return self.gone or self.exit_seen or self._close_task is not None or self.state == "closed"
 
     async def close(self, code: int) -> None:
         """The connection ends (`exit`, end of input or a disconnect): clean up once, then `on_close(code)`."""

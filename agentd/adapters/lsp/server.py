@@ -112,6 +112,7 @@ class AgentdLspProtocol(WireMixin, LanguageServerProtocol):  # type: ignore[misc
         if self.conn.rejected:  # frames buffered behind a refused initialize are dropped, unanswered
             return False
         if method == types.EXIT:
+            self.conn.exit_seen = True  # at once: frames behind it in the same read are not handled
             return True
         if not self.conn.initialize_seen and method != types.INITIALIZE:
             if is_request:
