@@ -107,8 +107,9 @@ async def test_no_step_of_the_loop_blocks_for_10_ms(tmp_path: Path) -> None:
         assert first.get("result", {}).get("stopReason") == "end_turn", first
         done = [u.update for u in d.updates[sid] if u.update.get("status") == "completed"]
         assert len(done) == 2, d.updates[sid]
+        end = stderr.stat().st_size  # the shutdown serves no client: not judged
         await d.stop()
-        steps = slow_steps(stderr, start)
+        steps = slow_steps(stderr, start, end)
 
         d = await Daemon.spawn(env, stderr=stderr)
         await d.initialize(root, {"model": MODEL})
@@ -118,8 +119,9 @@ async def test_no_step_of_the_loop_blocks_for_10_ms(tmp_path: Path) -> None:
         assert "result" in loaded, loaded
         second = await d.prompt(sid, MAIN + " Go on.", 600)
         assert second.get("result", {}).get("stopReason") == "end_turn", second
+        end = stderr.stat().st_size
         await d.stop()
-        steps += slow_steps(stderr, start)
+        steps += slow_steps(stderr, start, end)
     finally:
         await emu.stop()
     text = stderr.read_text(encoding="utf-8", errors="replace")
@@ -159,16 +161,18 @@ async def test_no_step_of_the_acp_loop_blocks_for_10_ms(tmp_path: Path) -> None:
         assert await a.prompt(sid, ACP + " Read m0.py and list src.", 600) == "end_turn"
         fork = await a.call(a.conn.ext_method("agentd/session/fork", {"sessionId": sid}), 300)
         assert fork["forkedFrom"] == sid, fork
+        end = stderr.stat().st_size  # the shutdown serves no client: not judged
         assert await a.close() == 0
-        steps = slow_steps(stderr, start)
+        steps = slow_steps(stderr, start, end)
 
         a = await _acp_agent(env, stderr, warm)
         start = stderr.stat().st_size
         await a.call(a.conn.load_session(cwd=str(main), session_id=sid, mcp_servers=[]), 300)
         assert a.editor.of(sid, "tool_call"), "the load replayed no tool call"
         assert await a.prompt(sid, ACP + " Go on.", 600) == "end_turn"
+        end = stderr.stat().st_size
         assert await a.close() == 0
-        steps += slow_steps(stderr, start)
+        steps += slow_steps(stderr, start, end)
     finally:
         await emu.stop()
     text = stderr.read_text(encoding="utf-8", errors="replace")
