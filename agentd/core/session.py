@@ -38,8 +38,8 @@ Public API (`Session.PUBLIC`):
   for the MCP servers.
 Updates are emitted after what they report is persisted (persist before notify): while a log write waits
 for its deferred fsync (`Journal.durable`, issue 16), `emit` queues updates in an outbox that one task
-delivers, in order, once the fsync has covered them; `prompt` returns after the outbox is empty. Must not
-import pygls, lsprotocol, acp or adapters.
+delivers, in order, once the fsync has covered them; `prompt` returns after the outbox is empty. The
+transport libraries (pygls, lsprotocol, acp) and the adapters are never imported here.
 """
 
 from __future__ import annotations
